@@ -1,0 +1,105 @@
+"""The `oomlab` command line: parses options, calls one library function, prints the result."""
+
+from __future__ import annotations
+
+import click
+
+from . import __version__, api
+from .config import IngestOptions
+from .errors import OomlabError
+from .fields import parse_map_options, read_mapping_file, with_mapping
+from .output import print_ingest_report, print_query_result, progress_callback
+
+DB_OPTION = click.option("--db", "db_path", default="oomlab.duckdb", show_default=True, envvar="OOMLAB_DB",
+                         type=click.Path(dir_okay=False), help="DuckDB file (env OOMLAB_DB).")
+
+
+class OomlabGroup(click.Group):
+    """The one place that turns oomlab's errors into one-line messages (exit 1); --debug re-raises."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except OomlabError as exc:
+            if (ctx.obj or {}).get("debug"):
+                raise
+            raise click.ClickException(exc.message) from exc
+
+
+@click.group(cls=OomlabGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="oomlab")
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Find out why GPU inference services run out of memory."""
+    ctx.obj = {"debug": debug}
+
+
+def _parse_tags(pairs: tuple[str, ...]) -> dict[str, str]:
+    tags = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r} is not key=value", param_hint="--tag")
+        tags[key] = value
+    return tags
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@DB_OPTION
+@click.option("--instance", help="Instance label for files that do not name one (default: the file name).")
+@click.option("--model-version", help="Model version label for files that do not name one.")
+@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Extra label, repeatable.")
+@click.option("--map", "maps", multiple=True, metavar="CANONICAL=THEIRS", help="Field name mapping, repeatable.")
+@click.option("--mapping", type=click.Path(exists=True, dir_okay=False), help="TOML file of field mappings.")
+@click.option("--tz", help="Time zone of timestamps without one (default UTC), e.g. Europe/Berlin.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def ingest(paths: tuple[str, ...], db_path: str, instance: str | None, model_version: str | None,
+           tags: tuple[str, ...], maps: tuple[str, ...], mapping: str | None, tz: str | None, quiet: bool) -> None:
+    """Ingest request logs, text logs with OOM messages and snapshots into the database."""
+    fields_map = {**(read_mapping_file(mapping) if mapping else {}), **parse_map_options(maps)}
+    options = IngestOptions(instance=instance, model_version=model_version, tags=_parse_tags(tags),
+                            tz=_check_tz(tz), fields=with_mapping(fields_map))
+    with progress_callback(list(paths), quiet) as on_file:
+        report = api.ingest(db_path, list(paths), options, on_file)
+    print_ingest_report(report)
+    click.get_current_context().exit(1 if report.failed else 0)
+
+
+def _check_tz(tz: str | None) -> str | None:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    if tz is None:
+        return None
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise click.BadParameter(f"unknown time zone {tz!r}", param_hint="--tz") from None
+    return tz
+
+
+@cli.command()
+@click.argument("sql")
+@DB_OPTION
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+def query(sql: str, db_path: str, fmt: str) -> None:
+    """Run a read-only SQL query against the database."""
+    print_query_result(api.query(db_path, sql), fmt)
+
+
+@cli.command()
+@DB_OPTION
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+def sources(db_path: str, fmt: str) -> None:
+    """List what was ingested."""
+    print_query_result(api.sources(db_path), fmt)
+
+
+def main() -> None:
+    """Console entry point."""
+    cli(prog_name="oomlab")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,57 @@
+"""The project's own exceptions: each carries its context and builds a one-line message from it."""
+
+from __future__ import annotations
+
+
+class OomlabError(Exception):
+    """Base of every error oomlab reports to a user; `hint` says how to fix it."""
+
+    def __init__(self, reason: str, *, hint: str | None = None) -> None:
+        self.reason = reason
+        self.hint = hint
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        return f"{self.reason} ({self.hint})" if self.hint else self.reason
+
+
+class InputError(OomlabError):
+    """A file, or a line in it, that cannot be read as what it claims to be."""
+
+    def __init__(self, path: str, reason: str, *, line: int | None = None, hint: str | None = None) -> None:
+        self.path = path
+        self.line = line
+        super().__init__(reason, hint=hint)
+
+    @property
+    def message(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        return f"{where}: {super().message}"
+
+
+class EmptyInputError(InputError):
+    """A file with nothing in it: reported and skipped, not a failure."""
+
+
+class UnsafePickleError(InputError):
+    """A pickle that names a global: loading it could run code, so it is refused."""
+
+
+class DatabaseBusyError(OomlabError):
+    """Another process holds the DuckDB file."""
+
+    def __init__(self, db_path: str) -> None:
+        self.db_path = db_path
+        super().__init__(
+            f"database {db_path} is busy: another oomlab process is using it",
+            hint="wait for it to finish or pass another --db",
+        )
+
+
+class DatabaseError(OomlabError):
+    """The DuckDB file cannot be opened or queried."""
+
+
+class ParseError(OomlabError):
+    """Text that looked like an OOM message but could not be decoded."""

@@ -1,0 +1,158 @@
+"""`oomlab ingest`: every input file through parse -> normalize -> load, one transaction per file."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from . import load
+from .config import IngestOptions
+from .errors import EmptyInputError, InputError, OomlabError
+from .parse import detect
+from .parse.facts import FileFacts, facts_in_background, sha256_of
+from .ingest_structured import FastPathRefused, ingest_structured
+from .ingest_text import ingest_text_log
+
+SKIPPED, INGESTED, FAILED = "skipped", "ingested", "failed"
+
+
+@dataclass
+class SourceResult:
+    """What happened to one input path."""
+
+    path: str
+    status: str
+    kind: str = ""
+    rows: int = 0
+    rejects: int = 0
+    message: str = ""
+    reject_samples: list[str] = field(default_factory=list)  # "file:line: reason", the first few
+
+
+@dataclass
+class IngestReport:
+    """The outcome of one `oomlab ingest` call."""
+
+    results: list[SourceResult] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[SourceResult]:
+        return [r for r in self.results if r.status == FAILED]
+
+
+def expand_paths(paths: list[str]) -> Iterator[tuple[str, str | None]]:
+    """Files under each path (directories recursively, sorted), or (path, error) for unreadable ones."""
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            yield from _walk(path)
+        elif path.is_file():
+            yield str(path), None
+        else:
+            yield str(path), "no such file or directory"
+
+
+def _walk(root: Path) -> Iterator[tuple[str, str | None]]:
+    errors: list[OSError] = []
+    for folder, dirs, files in os.walk(root, onerror=errors.append):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if not name.startswith("."):
+                yield os.path.join(folder, name), None
+    for err in errors:
+        yield str(err.filename), f"cannot read directory: {err.strerror}"
+
+
+def ingest_paths(con: duckdb.DuckDBPyConnection, paths: list[str], options: IngestOptions,
+                 on_file: Callable[[str, int], None] | None = None) -> IngestReport:
+    """Ingest files and directories into the open database; one failure never stops the others."""
+    report = IngestReport()
+    for path, error in expand_paths(paths):
+        if error:
+            report.results.append(SourceResult(path, FAILED, message=f"{path}: {error}"))
+            continue
+        report.results.append(ingest_file(con, path, options))
+        if on_file:
+            on_file(path, _size(path))
+    return report
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def ingest_file(con: duckdb.DuckDBPyConnection, path: str, options: IngestOptions) -> SourceResult:
+    """One file in one transaction: all of its rows, or none of them."""
+    abspath = str(Path(path).resolve())
+    try:
+        size = os.path.getsize(path)
+        if load.known_file(con, abspath, size):  # likely a re-run: hash first, skip without work
+            duplicate = load.source_with_sha(con, sha256_of(path))
+            if duplicate:
+                return SourceResult(path, SKIPPED, message=f"already ingested as {duplicate}")
+        return _ingest_new(con, path, abspath, size, options)
+    except EmptyInputError as exc:
+        return SourceResult(path, SKIPPED, message=exc.message)
+    except OomlabError as exc:
+        return SourceResult(path, FAILED, message=exc.message)
+    except OSError as exc:
+        return SourceResult(path, FAILED, message=f"{path}: {exc.strerror or exc or type(exc).__name__}")
+    except duckdb.Error as exc:  # input DuckDB could not digest: report it, keep going with the rest
+        return SourceResult(path, FAILED, message=f"{path}: {str(exc).splitlines()[0]}")
+
+
+def _ingest_new(con: duckdb.DuckDBPyConnection, path: str, abspath: str, size: int,
+                options: IngestOptions) -> SourceResult:
+    kind = detect.detect_kind(path, options.fields)
+    facts = facts_in_background(path)  # hashing and line counting run beside DuckDB's reading
+    try:
+        return _ingest_in_transaction(con, path, abspath, size, kind, options, facts, robust=False)
+    except FastPathRefused:
+        return _ingest_in_transaction(con, path, abspath, size, kind, options, facts, robust=True)
+
+
+def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, path: str, abspath: str, size: int, kind: str,
+                           options: IngestOptions, facts: Future[FileFacts], robust: bool) -> SourceResult:
+    """One file in one transaction: all of its rows, or none of them."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        load.remove_sources(con, load.source_ids_for_path(con, abspath))
+        source_id = load.next_source_id(con)
+        rows, rejects = _load_content(con, Path(path), kind, source_id, options, facts, robust)
+        sha = facts.result().sha256
+        duplicate = load.source_with_sha(con, sha)
+        if duplicate:
+            con.execute("ROLLBACK")
+            return SourceResult(path, SKIPPED, kind, message=f"already ingested as {duplicate}")
+        load.insert_source(con, load.SourceRow(source_id, abspath, sha, kind, rows, rejects, size,
+                                               options.labels_for(path)))
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return SourceResult(path, INGESTED, kind, rows, rejects, reject_samples=_reject_samples(con, path, source_id))
+
+
+def _load_content(con: duckdb.DuckDBPyConnection, path: Path, kind: str, source_id: int,
+                  options: IngestOptions, facts: Future[FileFacts], robust: bool) -> tuple[int, int]:
+    """Rows and rejects loaded from one file of a known kind."""
+    if kind == detect.TEXT:
+        return ingest_text_log(con, path, source_id, options)
+    if kind == detect.SNAPSHOT:
+        raise InputError(str(path), "snapshot ingest is not available in this version")
+    return ingest_structured(con, path, kind, source_id, options, facts, robust)
+
+
+def _reject_samples(con: duckdb.DuckDBPyConnection, path: str, source_id: int, limit: int = 5) -> list[str]:
+    """The first rejects of a source as one-line messages naming file, line and reason."""
+    rows = con.execute("SELECT line, reason FROM rejects WHERE source_id = ? ORDER BY line NULLS FIRST LIMIT ?",
+                       [source_id, limit]).fetchall()
+    return [f"{path}:{line}: {reason}" if line is not None else f"{path}: {reason}" for line, reason in rows]

@@ -1,0 +1,132 @@
+"""Structured request logs: stage, normalize, load requests, rejects and structured OOM events."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from functools import lru_cache
+from pathlib import Path
+
+import duckdb
+
+from . import load
+from .config import IngestOptions
+from .errors import InputError, OomlabError
+from .normalize import Staged, staged_select
+from .parse import detect, structured
+from .parse.facts import FileFacts
+from .parse.oom_message import parse_oom_message
+from .records import OomMessage
+from .sql import sql_text
+
+
+class FastPathRefused(Exception):
+    """DuckDB's typed reader refused the file, or its rows do not line up with the file's lines.
+
+    A failed statement aborts DuckDB's transaction, so the caller rolls back and calls again with
+    `robust=True`.
+    """
+
+
+def ingest_structured(con: duckdb.DuckDBPyConnection, path: Path, kind: str, source_id: int,
+                      options: IngestOptions, facts: Future[FileFacts], robust: bool = False) -> tuple[int, int]:
+    """Load one JSONL / JSON / CSV / Parquet request log; returns (rows, rejects).
+
+    The fast path lets DuckDB's typed reader load the file; `robust` reads it line by line so that each
+    bad line becomes a reject (and lines that are not UTF-8 do not stop the rest).
+    """
+    work = structured.Workspace()
+    labels = {"source_id": source_id, "instance": options.instance_for(path),
+              "model_version": options.model_version}
+    try:
+        if kind == detect.JSON_ARRAY:
+            path, kind = structured.json_array_to_lines(path, work), detect.JSONL
+        rows, rejects = _load_rows(con, path, kind, labels, options, facts, work, robust)
+        _insert_structured_ooms(con, labels)
+        return rows, rejects
+    finally:
+        work.close()
+
+
+def _load_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str, labels: dict[str, object],
+               options: IngestOptions, facts: Future[FileFacts], work: structured.Workspace,
+               robust: bool) -> tuple[int, int]:
+    """Rows and rejects loaded by the fast or the line-by-line reader."""
+    readable, compression = structured.readable_by_duckdb(path, work)
+    fast_stage, robust_stage = _stage_builders(kind, readable, compression, work)
+    if not robust:
+        try:
+            return _load_fast(con, fast_stage(con), labels, options, facts, kind)
+        except duckdb.Error as exc:
+            if robust_stage is None:
+                raise InputError(str(path), f"cannot read as {kind}: {str(exc).splitlines()[0]}") from exc
+            raise FastPathRefused from exc
+    try:
+        stage = robust_stage(con)
+        staged = staged_select(stage, options.fields, options.tz)
+        rows = _insert(con, "insert_requests", staged, labels)
+        rejects = _insert(con, "insert_stage_rejects", staged, labels)
+    except duckdb.Error as exc:
+        raise InputError(str(path), f"cannot read as {kind}: {str(exc).splitlines()[0]}") from exc
+    return rows, rejects + load.insert_rejects(con, int(labels["source_id"]), stage.rejects)  # type: ignore
+
+
+def _load_fast(con: duckdb.DuckDBPyConnection, stage: structured.Stage, labels: dict[str, object],
+               options: IngestOptions, facts: Future[FileFacts], kind: str) -> tuple[int, int]:
+    """Insert the accepted rows; read the file again for rejects only when rows are missing."""
+    staged = staged_select(stage, options.fields, options.tz)
+    rows = _insert(con, "insert_requests", staged, labels)
+    file_facts = facts.result() if kind != detect.PARQUET else None  # counted while DuckDB read
+    if file_facts is not None and file_facts.has_blank_lines:
+        raise FastPathRefused  # the reader skips blank lines: its row numbers would not be line numbers
+    expected = _expected_records(con, stage, kind, file_facts)
+    if rows == expected:
+        return rows, 0
+    rejects = _insert(con, "insert_stage_rejects", staged, labels)
+    if rows + rejects != expected:
+        raise FastPathRefused
+    return rows, rejects
+
+
+def _expected_records(con: duckdb.DuckDBPyConnection, stage: structured.Stage, kind: str,
+                      facts: FileFacts | None) -> int:
+    if facts is None:  # Parquet: the row count is in its metadata
+        return int(load.scalar(con, f"SELECT count(*) FROM {stage.relation}", stage.params))  # type: ignore
+    return facts.lines - (1 if kind == detect.CSV else 0)
+
+
+def _stage_builders(kind: str, path: Path, compression: str, work: structured.Workspace) -> tuple:
+    """(fast, robust) stage builders for a kind; either may be None."""
+    if kind == detect.PARQUET:
+        return (lambda con: structured.parquet_stage(con, path)), None
+    if kind == detect.CSV:
+        return ((lambda con: structured.fast_csv_stage(con, path, compression)),
+                (lambda con: structured.robust_csv_stage(con, path, work)))
+    return ((lambda con: structured.fast_jsonl_stage(con, path, compression)),
+            (lambda con: structured.robust_jsonl_stage(con, path, compression, work)))
+
+
+def _insert(con: duckdb.DuckDBPyConnection, name: str, staged: Staged, labels: dict[str, object]) -> int:
+    """Run an insert from `sql/ingest/` over the staged SELECT; returns rows inserted."""
+    text = sql_text(name).replace("{staged}", staged.sql)
+    params = {**staged.params, **{k: v for k, v in labels.items() if f"${k}" in text}}
+    return int(load.scalar(con, text, params))  # type: ignore[arg-type]
+
+
+@lru_cache(maxsize=4096)
+def _parse_cached(message: str) -> OomMessage | None:
+    """OOM messages repeat across requests of the same shape: parse each text once."""
+    try:
+        return parse_oom_message(message)
+    except OomlabError:
+        return None
+
+
+def _insert_structured_ooms(con: duckdb.DuckDBPyConnection, labels: dict[str, object]) -> None:
+    """OOM requests become oom_events, with the fields their messages state (logged values win)."""
+    errors = [row["error"] for row in load.fetch_dicts(con, "select_source_errors", labels)]
+    parsed = {e: _parse_cached(e) for e in errors}
+    load.register_parsed_messages(con, {e: p for e, p in parsed.items() if p is not None})
+    try:
+        load.run_file(con, "insert_structured_ooms", labels)
+    finally:
+        con.unregister("parsed_messages")

@@ -1,0 +1,1 @@
+"""Parse stage: read raw inputs into typed records or staged relations."""

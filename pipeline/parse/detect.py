@@ -1,0 +1,101 @@
+"""Tell what a file holds from its content, not its name."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from ..errors import EmptyInputError, InputError
+from ..fields import FIELDS, Field, looks_like_request_log
+from .compression import read_head
+
+# Kinds a source can have; `sources.kind` stores these names.
+JSONL, JSON_ARRAY, CSV, PARQUET, SNAPSHOT, TEXT = "jsonl", "json", "csv", "parquet", "snapshot", "text"
+
+_PICKLE_PROTOCOL_2_PLUS = b"\x80"
+
+
+def detect_kind(path: str | Path, fields: tuple[Field, ...] = FIELDS) -> str:
+    """The kind of input at `path`; raises InputError for empty, binary or unreadable files."""
+    head = _head(path)
+    if not head.strip():
+        raise EmptyInputError(str(path), "empty file, nothing to ingest")
+    if head.startswith(b"PAR1"):
+        return PARQUET
+    if head.startswith(_PICKLE_PROTOCOL_2_PLUS):
+        return SNAPSHOT
+    if b"\x00" in head or _is_binary(head):
+        raise InputError(str(path), "binary content that is neither a snapshot pickle nor Parquet")
+    text = head.decode("utf-8", errors="replace")
+    return _structured_kind(text, fields) or TEXT
+
+
+def _head(path: str | Path) -> bytes:
+    try:
+        return read_head(path)
+    except (OSError, EOFError, ValueError) as exc:  # corrupt gzip/xz/zstd streams raise these
+        raise InputError(str(path), f"cannot read: {exc}") from exc
+
+
+def _is_binary(head: bytes) -> bool:
+    """More than 10% control bytes (besides tab, CR, LF, ESC) means binary, not a log."""
+    sample = head[:8192]
+    control = sum(1 for b in sample if b < 32 and b not in (9, 10, 13, 27))
+    return control > len(sample) * 0.1
+
+
+def _structured_kind(text: str, fields: tuple[Field, ...]) -> str | None:
+    """JSONL, JSON array, CSV or a JSON snapshot; None for anything else (treated as a text log)."""
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        return _json_object_kind(stripped, fields)
+    if stripped.startswith("["):
+        return _json_array_kind(stripped, fields)
+    return _csv_kind(text, fields)
+
+
+def _json_object_kind(text: str, fields: tuple[Field, ...]) -> str | None:
+    first = text.split("\n", 1)[0]
+    try:
+        obj = json.loads(first)
+    except ValueError:
+        # A snapshot in JSON form is one large object, not one object per line.
+        return SNAPSHOT if '"segments"' in text[:4096] else None
+    if isinstance(obj, dict) and "segments" in obj and "device_traces" in obj:
+        return SNAPSHOT
+    if isinstance(obj, dict) and looks_like_request_log(list(obj), fields):
+        return JSONL
+    return None
+
+
+def _json_array_kind(text: str, fields: tuple[Field, ...]) -> str | None:
+    decoder = json.JSONDecoder()
+    body = text[1:].lstrip()
+    try:
+        first, _ = decoder.raw_decode(body)
+    except ValueError:
+        return None
+    if isinstance(first, dict) and "blocks" in first and "total_size" in first:
+        return SNAPSHOT  # a bare list of segments, the oldest snapshot shape
+    if isinstance(first, dict) and looks_like_request_log(list(first), fields):
+        return JSON_ARRAY
+    return None
+
+
+def csv_delimiter(header: str) -> str | None:
+    """The delimiter of a CSV header line, or None when it is not one."""
+    try:
+        return csv.Sniffer().sniff(header, delimiters=",\t;|").delimiter
+    except csv.Error:
+        return None
+
+
+def _csv_kind(text: str, fields: tuple[Field, ...]) -> str | None:
+    header = text.split("\n", 1)[0]
+    delimiter = csv_delimiter(header)
+    if delimiter is None:
+        return None
+    columns = next(csv.reader(io.StringIO(header), delimiter=delimiter))
+    return CSV if looks_like_request_log(columns, fields) else None

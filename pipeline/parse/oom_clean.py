@@ -1,0 +1,130 @@
+"""Undo what logs and pastes do to an OOM message: ANSI colours, log prefixes, JSON wrappers, escapes, wraps."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+
+# Real ESC sequences and their escaped spellings (`\x1b[31m`, `\u001b[0m`, `\033[1m`).
+_ANSI = re.compile(
+    r"(?:\x1b|\\x1[bB]|\\u001[bB]|\\033|\\e)\[[0-?]*[ -/]*[@-~]"
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
+    r"|\x1b[@-Z\\-_]?"
+)
+
+_TS = (
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+    r"|\d{4}/\d{2}/\d{2}[ T-]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?"
+    r"|\d{2}/\d{2}/\d{4}-\d{2}:\d{2}:\d{2}"
+    r"|[A-Z][a-z]{2}[ ]+\d{1,2}[ ]\d{2}:\d{2}:\d{2}(?:\.\d+)?"
+    r"|\d{2}-\d{2}[ ]\d{2}:\d{2}:\d{2}(?:\.\d+)?"
+    r"|\d{2}:\d{2}:\d{2}(?:[.,]\d+)?"
+)
+_LEVEL = r"(?:CRITICAL|ERROR|WARNING|WARN|INFO|DEBUG|TRACE|FATAL|NOTICE)"
+
+# One prefix token at the start of a log line; `strip_prefix` removes as many as it finds.
+_PREFIX_TOKEN = re.compile(
+    rf"""[ \t]*(?:
+        \[(?:{_TS})[^\]\n]{{0,20}}\]:?          # [2026-11-30 01:49:09] or [02/15/2023-06:20:02]
+      | (?:{_TS})(?=[\s:|\]-])                  # a bare timestamp
+      | [IWEF]\d{{4}}[ ]\d{{2}}:\d{{2}}:\d{{2}}\.\d+[ ]+\d+[ ][\w./-]+:\d+\]   # glog
+      | [IWEFD][ ][\w./-]+\.(?:cc|cpp|h|py|go):\d+\]           # TensorFlow after its timestamp
+      | \d+\.\d{{2}}\.\d{{3}}\.\d{{3}}[ ][IWEDT](?=[ ])         # llama-server elapsed time + level
+      | \[(?:{_LEVEL}|[IWEF])\]:?                # [ERROR], [E]
+      | {_LEVEL}:(?:[\w.<>-]+:)?                # ERROR:root:
+      | {_LEVEL}\b:?
+      | \[rank\d+\]:?
+      | \[[\w.-]+:\d+\]                          # [core.py:330]
+      | \[TRT\]:?|\[TensorRT(?:-LLM)?\](?:\[\w+\])?:?
+      | \((?:[A-Za-z_]\w*)(?:[ ]\w+=[\w.-]+)+\)  # (VllmWorkerProcess pid=2421)
+      | [\w.-]+[ ][\w./-]+\[\d+\]:               # host prog[pid]: (syslog, journald)
+      | [\w.-]+[ ]+\|(?=[ ])                     # docker compose: service  |
+      | [\w.-]+[ ]+-[ ](?={_LEVEL}\b)             # logging: name - LEVEL
+      | [\w.]+:[\w.<>]+:\d+[ ]-(?=[ ])           # loguru: module:function:123 -
+      | \d+(?=[ ]\[rank)                         # uniq -c count
+      | [|:-](?=[ ])                             # separators between tokens
+    )""",
+    re.VERBOSE,
+)
+_MAX_TOKENS = 12
+
+_ESCAPE = re.compile(r"\\(r\\n|[nrt\"'\\/])")
+_ESCAPED = {"r\\n": "\n", "n": "\n", "r": "\n", "t": "\t", '"': '"', "'": "'", "\\": "\\", "/": "/"}
+_JSON_TEXT_KEYS = ("msg", "message", "error", "err", "exception", "detail", "log", "text")
+_OOMISH = re.compile(r"(?i:out\s*of\s*memory|OOM|exhausted|alloc|KV\s*cache|cache\s*blocks)")
+
+
+def strip_ansi(text: str) -> str:
+    """`text` without ANSI escape sequences, real or escaped."""
+    if "\x1b" not in text and "\\" not in text:
+        return text
+    return _ANSI.sub("", text)
+
+
+def strip_prefix(line: str) -> str:
+    """`line` without leading log prefixes (timestamps, levels, `[rank0]:`, `host prog[pid]:`)."""
+    pos = 0
+    for _ in range(_MAX_TOKENS):
+        match = _PREFIX_TOKEN.match(line, pos)
+        if match is None or match.end() == pos:
+            break
+        pos = match.end()
+    return line[pos:].lstrip() if pos else line
+
+
+def _strings(value: object, depth: int = 0) -> Iterator[str]:
+    """Every string inside a decoded JSON value, preferred keys first."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict) and depth < 8:
+        keys = sorted(value, key=lambda k: (k not in _JSON_TEXT_KEYS, 0))
+        for key in keys:
+            yield from _strings(value[key], depth + 1)
+    elif isinstance(value, list) and depth < 8:
+        for item in value:
+            yield from _strings(item, depth + 1)
+
+
+def json_text(text: str) -> str | None:
+    """The OOM-looking string inside `text` when `text` is a JSON document; None otherwise."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "{[" or stripped[-1] not in "}]":
+        return None
+    try:
+        decoded = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+    for candidate in _strings(decoded):
+        if _OOMISH.search(candidate):
+            return candidate
+    return None
+
+
+def unescape(text: str) -> str:
+    r"""`text` with `\n`, `\t`, `\"` written out as escapes turned back into characters."""
+    if "\\" not in text:
+        return text
+    return _ESCAPE.sub(lambda m: _ESCAPED[m.group(1)], text)
+
+
+def _clean_lines(text: str, depth: int) -> Iterator[str]:
+    """The content of each line of `text`, prefixes removed and JSON wrappers opened."""
+    for raw in text.splitlines():
+        line = strip_prefix(raw)
+        inner = json_text(line) if depth < 2 else None
+        if inner is not None:
+            yield from _clean_lines(strip_ansi(inner), depth + 1)
+        elif "\\" in line and depth < 3 and (escaped := unescape(line)) != line:
+            yield from _clean_lines(escaped, depth + 1)
+        else:
+            yield line
+
+
+def clean_message_text(text: str) -> str:
+    """One string a format pattern can match: lines joined with nothing added, so mid-word wraps heal."""
+    text = strip_ansi(text)
+    whole = json_text(text) if "\n" in text else None  # pretty-printed JSON spans lines
+    if whole is not None:
+        text = strip_ansi(whole)
+    return "".join(_clean_lines(text, 0)).strip()

@@ -1,0 +1,68 @@
+"""Parse one GPU out-of-memory message, whatever framework (or PyTorch generation) printed it."""
+
+from __future__ import annotations
+
+from ..errors import ParseError
+from ..records import OomMessage
+from .oom_clean import clean_message_text
+from .oom_patterns import extract_fields
+from .oom_signatures import SIGNATURES
+
+# Literal byte strings that find candidate OOM messages fast in a large log. Every supported format
+# contains at least one; most contain two, so a line wrap inside one marker is caught by another
+# (a wrapped "out of me|mory" still has "Tried to allocate" or "OutOfMemoryError").
+OOM_MARKERS: tuple[bytes, ...] = (
+    b"ut of memory",  # out of memory, Out of memory (JAX, Paddle), ran out of memory (TF, XLA)
+    b"OUT OF MEMORY",
+    b"OUT_OF_MEMORY",  # CUDA_ERROR_OUT_OF_MEMORY
+    b"OutOfMemory",  # torch.OutOfMemoryError, hipErrorOutOfMemory, TensorRT's OutOfMemory
+    b"ErrorMemoryAllocation",  # cudaErrorMemoryAllocation
+    b"OOM when allocating",  # TensorFlow
+    b"_ALLOC_FAILED",  # CUBLAS_STATUS_ALLOC_FAILED, CUDNN_STATUS_ALLOC_FAILED
+    b"RESOURCE_EXHAUSTED",  # JAX / XLA
+    b"to allocate",  # Tried to (PyTorch), failed/unable to (llama.cpp, ONNX Runtime, XLA)
+    b"cache blocks",  # vLLM: No available memory for the cache blocks
+    b"stored in KV cache",  # vLLM: max seq len larger than what can be stored in KV cache
+    b"KV cache memory",  # vLLM: X GiB KV cache is needed, which is larger than the available KV cache memory
+    b"memory utilization",  # vLLM: free memory on startup is less than desired GPU memory utilization
+    b"could not be allocated",  # TensorRT: Requested amount of GPU memory could not be allocated
+    b"than requested bytes",  # ONNX Runtime BFC arena: Available memory of N is smaller than requested bytes
+)
+
+
+def _as_text(text: object) -> str:
+    """`text` as str: bytes are decoded leniently, anything else is refused."""
+    if isinstance(text, str):
+        return text
+    if isinstance(text, (bytes, bytearray)):
+        return bytes(text).decode("utf-8", errors="replace")
+    raise ParseError(f"an OOM message must be text, not {type(text).__name__}")
+
+
+def analyse_oom_text(text: str) -> tuple[OomMessage | None, str, int]:
+    """The message in `text`, how far it got, and where in the cleaned text its anchor starts.
+
+    The state is "none" (no message), "partial" (its end not seen yet), "complete" (a one-line
+    format) or "ended" (its closing words seen); a log scanner reads on while it is "partial".
+    """
+    raw = _as_text(text)
+    cleaned = clean_message_text(raw)
+    for sig in SIGNATURES:
+        match = sig.find(cleaned, raw)
+        if match is None:
+            continue
+        try:
+            fields = extract_fields(sig, cleaned)
+        except (ValueError, OverflowError) as exc:
+            raise ParseError(f"{sig.framework} OOM message has a size that cannot be read: {exc}") from None
+        message = OomMessage(framework=sig.framework, message=cleaned, **fields)
+        return message, sig.state(cleaned, match.start()), match.start()
+    return None, "none", -1
+
+
+def parse_oom_message(text: str) -> OomMessage | None:
+    """The OOM message in `text` with every size it states in bytes; None if `text` holds none."""
+    try:
+        return analyse_oom_text(text)[0]
+    except RecursionError:
+        raise ParseError("OOM message is nested too deeply to read") from None

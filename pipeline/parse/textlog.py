@@ -1,0 +1,223 @@
+"""Find and parse every OOM message in a text log (plain, gzip, xz or zstd), with its line and timestamp.
+
+The log is never walked line by line in Python: `textscan` finds the lines that hold an OOM marker
+(`OOM_MARKERS`) and counts newlines with numpy; only those lines, and the few around them that
+belong to the same message, are decoded and parsed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from zoneinfo import ZoneInfoNotFoundError
+
+from ..errors import InputError, ParseError
+from ..records import OomMessage, Reject, TextOom
+from .logline import FOLLOW_UP, LineClock, claims_oom, is_record_start
+from .oom_message import OOM_MARKERS, analyse_oom_text
+from .textscan import SEGMENT_BYTES, MarkerFinder, Window, count_newlines, iter_windows
+
+REJECT_REASON = "text mentions out of memory but matches no known OOM message format"
+MAX_MESSAGE_LINES = 64  # a message continues over at most this many lines
+MAX_MESSAGE_BYTES = 32 << 10  # ... and this many bytes
+LOOK_BEHIND = 2  # lines before a marker tried when the marker line alone does not parse
+RAW_LIMIT = 2000
+
+_FINDER = MarkerFinder(OOM_MARKERS)
+
+
+def scan_text_log(path: str | Path, *, default_tz: str | None = None, year: int | None = None,
+                  chunk_size: int = SEGMENT_BYTES) -> Iterator[TextOom | Reject]:
+    """Every OOM message in the text log at `path`, in order, or a Reject for OOM-looking text that
+    matches no known format.
+
+    `TextOom.line` is the 1-based line where the message starts; `TextOom.ts` the timestamp at the
+    start of that line (ISO 8601, `2026/11/30 01:49:09.001`, syslog `Nov 30 01:49:09`, or the `ts`
+    field of a JSON record) as naive UTC: naive times are read in `default_tz` (UTC when None), and
+    syslog times, which have no year, get `year` (the current UTC year when None). `chunk_size` is
+    the unit of work (tests make it small to put messages across chunk boundaries).
+    """
+    try:
+        clock = LineClock(default_tz, year)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise InputError(str(path), f"unknown time zone {default_tz!r}",
+                         hint="pass an IANA zone name such as Europe/Berlin") from exc
+    try:
+        scanner = _Scanner(clock)
+        for window in iter_windows(path, _FINDER, segment=chunk_size):
+            yield from scanner.scan(window)
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read the log: {exc.strerror or exc}") from exc
+
+
+@dataclass
+class _Message:
+    """A message being assembled: its lines (decoded), where they lie, and what they parse to."""
+
+    start: int  # offset of its first line in the window's buffer
+    end: int  # offset just after its last line
+    lines: list[str]
+    oom: OomMessage | None = None
+    state: str = "none"
+    anchor_at: int = -1
+
+    def analyse(self) -> None:
+        """Parse the joined lines again."""
+        self.oom, self.state, self.anchor_at = _analyse("\n".join(self.lines))
+
+
+def _analyse(text: str) -> tuple[OomMessage | None, str, int]:
+    """analyse_oom_text, with a message that cannot be decoded treated as no message."""
+    try:
+        return analyse_oom_text(text)
+    except ParseError:
+        return None, "none", -1
+
+
+@dataclass
+class _Scanner:
+    """Walks the marker lines of successive windows, keeping the line count and what was consumed."""
+
+    clock: LineClock
+    line: int = 1  # the line number at offset `pos`
+    pos: int = 0  # an absolute offset: a line start
+    consumed: int = 0  # absolute offset up to which lines belong to messages already reported
+    _window: Window | None = field(default=None, repr=False)
+
+    def scan(self, window: Window) -> Iterator[TextOom | Reject]:
+        """The messages that start on the marker lines of `window`."""
+        self._window = window
+        for hit in window.hits:
+            self._advance(window, hit)
+            if window.base + hit < self.consumed:
+                continue
+            found = self._message_at(hit)
+            if found is not None:
+                yield found
+        self._advance(window, window.hi)
+
+    def _advance(self, window: Window, local: int) -> None:
+        """Move `pos` to `local` (a line start in the window), counting the newlines passed."""
+        self.line += count_newlines(window.arr, self.pos - window.base, local)
+        self.pos = window.base + local
+
+    def _line_end(self, start: int) -> int:
+        """The offset after the line that starts at `start` (its newline included)."""
+        window = self._window
+        assert window is not None
+        end = window.buf.find(b"\n", start, len(window.buf))
+        return len(window.buf) if end < 0 else end + 1
+
+    def _text(self, start: int, end: int) -> str:
+        """The decoded line at buf[start:end], without its line break."""
+        assert self._window is not None
+        return self._window.buf[start:end].decode("utf-8", errors="replace").rstrip("\r\n")
+
+    def _message_at(self, hit: int) -> TextOom | Reject | None:
+        """The message whose marker is on the line at `hit`; a Reject; or None for a weak marker."""
+        end = self._line_end(hit)
+        first = self._text(hit, end)
+        msg = _Message(hit, end, [first])
+        msg.analyse()
+        if msg.oom is None and not claims_oom(first):
+            return None  # a weak marker ("KV cache memory") on a line that is not an OOM message
+        self._grow(msg)
+        line = self.line
+        if msg.oom is None:
+            line -= self._look_behind(msg)
+        assert self._window is not None
+        self.consumed = self._window.base + msg.end
+        if msg.oom is None:
+            if claims_oom(first):
+                return Reject(line, REJECT_REASON, first[:RAW_LIMIT])
+            return None
+        return TextOom(line, self.clock(msg.lines[0]), msg.oom)
+
+    def _next_line(self, start: int) -> tuple[str, int] | None:
+        """The decoded line at `start` and the offset after it; None at the end of the buffer."""
+        assert self._window is not None
+        if start >= len(self._window.buf):
+            return None
+        end = self._line_end(start)
+        return self._text(start, end), end
+
+    def _room(self, msg: _Message) -> bool:
+        """Whether the message may take one more line."""
+        return len(msg.lines) < MAX_MESSAGE_LINES and msg.end - msg.start < MAX_MESSAGE_BYTES
+
+    def _grow(self, msg: _Message) -> None:
+        """Add the lines that continue the message: until it ends, a new record, or a blank line."""
+        while self._room(msg) and msg.state != "ended":
+            nxt = self._next_line(msg.end)
+            if nxt is None:
+                return
+            text, end = nxt
+            if not text.strip():
+                if not self._follow_up_after_blank(msg, end):
+                    return
+                continue
+            if msg.oom is not None and FOLLOW_UP.search(text):
+                self._take(msg, text, end)
+                continue
+            if msg.state == "complete" or is_record_start(text) or not self._continues(msg, text):
+                return
+            self._take(msg, text, end)
+
+    def _take(self, msg: _Message, text: str, end: int) -> None:
+        """Append a line to the message and parse it again."""
+        msg.lines.append(text)
+        msg.end = end
+        msg.analyse()
+
+    def _follow_up_after_blank(self, msg: _Message, after_blank: int) -> bool:
+        """Take a blank line and the follow-up after it (NCCL separates its WARN lines); False if none."""
+        nxt = self._next_line(after_blank) if msg.oom is not None else None
+        if nxt is None or not FOLLOW_UP.search(nxt[0]):
+            return False
+        msg.lines.append("")
+        self._take(msg, nxt[0], nxt[1])
+        return True
+
+    def _continues(self, msg: _Message, text: str) -> bool:
+        """Whether `text` continues the message rather than starting another OOM message.
+
+        A line that holds no known message continues. One that does continues only when the two
+        are one message split in two: the joined text starts the message in the earlier lines, or
+        the earlier lines named the error without any numbers and this line brings them.
+        """
+        alone, _, _ = _analyse(text)
+        if alone is None:
+            return True
+        if msg.oom is None:
+            _, _, anchor_at = _analyse("\n".join([*msg.lines, text]))
+            return 0 <= anchor_at < sum(len(line) for line in msg.lines)
+        return alone.framework == msg.oom.framework and _bare(msg.oom) and not _bare(alone)
+
+    def _look_behind(self, msg: _Message) -> int:
+        """Try the message with up to LOOK_BEHIND earlier lines; return how many lines it moved back."""
+        assert self._window is not None
+        start, lines = msg.start, list(msg.lines)
+        floor = max(0, self.consumed - self._window.base)
+        for back in range(1, LOOK_BEHIND + 1):
+            if start <= floor:
+                return 0
+            prev_start = max(floor, self._window.buf.rfind(b"\n", floor, start - 1) + 1)
+            prev = self._text(prev_start, start)
+            if not prev.strip():
+                return 0
+            start, lines = prev_start, [prev, *lines]
+            oom, state, _ = _analyse("\n".join(lines))
+            if oom is not None:
+                msg.start, msg.lines, msg.oom, msg.state = start, lines, oom, state
+                return back
+        return 0
+
+
+def _bare(oom: OomMessage) -> bool:
+    """Whether the message states no number at all (only that memory ran out)."""
+    return all(getattr(oom, name) is None for name in _NUMERIC_FIELDS) and not oom.other_processes
+
+
+_NUMERIC_FIELDS = tuple(name for name in OomMessage.__dataclass_fields__
+                        if name not in ("framework", "message", "other_processes"))

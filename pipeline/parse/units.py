@@ -1,0 +1,90 @@
+"""Byte sizes and timestamps as logs write them."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo
+
+# Binary multiples throughout: frameworks that print "GB" mean GiB (domain.md), and so do our logs.
+UNIT_BYTES: dict[str, int] = {
+    "": 1, "b": 1, "byte": 1, "bytes": 1,
+    "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
+    "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+    "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
+    "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40,
+    "p": 1 << 50, "pb": 1 << 50, "pib": 1 << 50,
+}
+
+_SIZE = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z]*)\s*$")
+
+
+def size_to_bytes(number: str | float, unit: str = "") -> int:
+    """`number unit` as whole bytes, rounded to nearest (messages print two decimals)."""
+    multiplier = UNIT_BYTES.get(unit.lower())
+    if multiplier is None:
+        raise ValueError(f"unknown size unit {unit!r}")
+    return round(float(number) * multiplier)
+
+
+def parse_bytes(value: object) -> int | None:
+    """An integer, float or string such as `14.23 GiB`, `512MB`, `1.5e9` as bytes; None if empty."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return round(value)
+    text = str(value)
+    if not text.strip():
+        return None
+    match = _SIZE.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a byte size")
+    return size_to_bytes(match.group(1), match.group(2))
+
+
+_EPOCH_DIVISORS = ((1e17, 1e9), (1e14, 1e6), (1e11, 1e3), (0.0, 1.0))
+_NVSMI = re.compile(r"^(\d{4})/(\d{2})/(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(\.\d+)?$")
+
+
+def epoch_to_datetime(value: float) -> datetime:
+    """Epoch seconds, milliseconds, microseconds or nanoseconds, told apart by magnitude."""
+    for threshold, divisor in _EPOCH_DIVISORS:
+        if abs(value) >= threshold:
+            return datetime(1970, 1, 1) + timedelta(seconds=value / divisor)
+    raise ValueError(f"{value!r} is not an epoch time")  # pragma: no cover - the last threshold is 0
+
+
+def to_utc_naive(moment: datetime, default_tz: tzinfo | None = None) -> datetime:
+    """A naive UTC datetime; a naive input is read in `default_tz` (UTC when None)."""
+    if moment.tzinfo is None:
+        if default_tz is None:
+            return moment
+        moment = moment.replace(tzinfo=default_tz)
+    return moment.astimezone(timezone.utc).replace(tzinfo=None)
+
+
+def parse_timestamp(value: object, default_tz: str | None = None) -> datetime | None:
+    """ISO 8601, epoch s/ms/us/ns or `2026/11/30 01:49:09.001` as naive UTC; None if empty."""
+    zone = ZoneInfo(default_tz) if default_tz else None
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, datetime):
+        return to_utc_naive(value, zone)
+    if isinstance(value, (int, float)):
+        return epoch_to_datetime(float(value))
+    text = str(value).strip()
+    if not text:
+        return None
+    try:
+        return epoch_to_datetime(float(text))
+    except ValueError:
+        pass
+    match = _NVSMI.match(text)
+    if match:
+        text = f"{match[1]}-{match[2]}-{match[3]}T{match[4]}:{match[5]}:{match[6]}{match[7] or ''}"
+    try:
+        return to_utc_naive(datetime.fromisoformat(text.replace("Z", "+00:00")), zone)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a timestamp") from None

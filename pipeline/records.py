@@ -1,0 +1,44 @@
+"""Typed records passed between the parse, normalize and load stages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True, slots=True)
+class OomMessage:
+    """What one out-of-memory message says, in bytes; None where the message does not say."""
+
+    framework: str
+    requested_bytes: int | None = None
+    total_capacity_bytes: int | None = None
+    free_bytes: int | None = None
+    already_allocated_bytes: int | None = None
+    reserved_bytes: int | None = None
+    allocated_by_pytorch_bytes: int | None = None
+    reserved_unallocated_bytes: int | None = None
+    process_in_use_bytes: int | None = None
+    allowed_bytes: int | None = None
+    private_pool_bytes: int | None = None
+    other_processes: tuple[tuple[int, int], ...] = ()
+    gpu_index: int | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TextOom:
+    """An OOM message found in a text log: where it starts, its timestamp if the line had one."""
+
+    line: int
+    ts: datetime | None
+    oom: OomMessage
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """Input that was read but not loaded, with the reason; kept in the `rejects` table."""
+
+    line: int | None
+    reason: str
+    raw: str = field(default="")

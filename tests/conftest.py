@@ -1,0 +1,50 @@
+"""Shared test helpers: the real H200 captures, a fresh database, and the CLI."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner, Result
+
+from oomlab.cli import cli
+
+DATA = Path(__file__).parent / "data"
+H200 = DATA / "h200"
+CASES = Path(__file__).parent / "cases"
+
+
+def read_jsonl_gz(path: Path) -> list[dict]:
+    """The records of a gzip'd JSON Lines fixture."""
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    """Path of a database file that does not exist yet."""
+    return tmp_path / "test.duckdb"
+
+
+@pytest.fixture
+def run_cli() -> Callable[..., Result]:
+    """Invoke `oomlab ARGS...`; stdout and stderr kept apart."""
+    def run(*args: object) -> Result:
+        return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+    return run
+
+
+@pytest.fixture
+def sql(db: Path) -> Callable[..., list[tuple]]:
+    """Query the test database read-only."""
+    def run(query: str, params: list | None = None) -> list[tuple]:
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            return con.execute(query, params or []).fetchall()
+        finally:
+            con.close()
+    return run
