@@ -74,6 +74,8 @@ def _load_fast(con: duckdb.DuckDBPyConnection, stage: structured.Stage, labels: 
                options: IngestOptions, facts: Future[FileFacts], kind: str) -> tuple[int, int]:
     """Insert the accepted rows; read the file again for rejects only when rows are missing."""
     staged = staged_select(stage, options.fields, options.tz)
+    if "ts" not in staged.mapping:
+        raise FastPathRefused  # the reader saw no timestamp column (e.g. lines that are not all objects)
     rows = _insert(con, "insert_requests", staged, labels)
     file_facts = facts.result() if kind != detect.PARQUET else None  # counted while DuckDB read
     if file_facts is not None and file_facts.has_blank_lines:

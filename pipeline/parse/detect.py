@@ -26,10 +26,11 @@ def detect_kind(path: str | Path, fields: tuple[Field, ...] = FIELDS) -> str:
         return PARQUET
     if head.startswith(_PICKLE_PROTOCOL_2_PLUS):
         return SNAPSHOT
-    if b"\x00" in head or _is_binary(head):
-        raise InputError(str(path), "binary content that is neither a snapshot pickle nor Parquet")
     text = head.decode("utf-8", errors="replace")
-    return _structured_kind(text, fields) or TEXT
+    kind = _structured_kind(text, fields)
+    if kind is None and _is_binary(head):  # a stray control byte inside a log is not binary content
+        raise InputError(str(path), "binary content that is neither a snapshot pickle nor Parquet")
+    return kind or TEXT
 
 
 def _head(path: str | Path) -> bytes:
@@ -40,10 +41,10 @@ def _head(path: str | Path) -> bytes:
 
 
 def _is_binary(head: bytes) -> bool:
-    """More than 10% control bytes (besides tab, CR, LF, ESC) means binary, not a log."""
+    """A NUL byte or more than 10% control bytes (besides tab, CR, LF, ESC) at the start means binary."""
     sample = head[:8192]
     control = sum(1 for b in sample if b < 32 and b not in (9, 10, 13, 27))
-    return control > len(sample) * 0.1
+    return b"\x00" in sample[:512] or control > len(sample) * 0.1
 
 
 def _structured_kind(text: str, fields: tuple[Field, ...]) -> str | None:

@@ -8,6 +8,7 @@ every bad line becomes a reject with its number and the good lines still load.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import json
 import shutil
@@ -26,10 +27,11 @@ from .detect import csv_delimiter
 
 # DuckDB reads these compressions itself; others are decompressed to a temporary file first.
 _NATIVE_COMPRESSION = {None: "none", "gzip": "gzip", "zstd": "zstd"}
-# Lines are read whole: a delimiter, quote and escape that never occur in text.
+# Lines are read whole: no quote or escape, and a delimiter that valid JSON never holds unescaped (a
+# control character); a file that holds one is read from a sanitised copy instead.
 _LINES_CSV = (
     "columns={'raw': 'VARCHAR'}, header=false, delim='\x01', quote='', escape='', "
-    "auto_detect=false, strict_mode=false, null_padding=true, compression=$compression"
+    "auto_detect=false, strict_mode=true, null_padding=false, compression=$compression"
 )
 
 
@@ -125,10 +127,7 @@ def robust_jsonl_stage(con: duckdb.DuckDBPyConnection, path: Path, compression: 
                        work: Workspace) -> Stage:
     """JSON Lines read line by line: invalid JSON and non-objects become rejects with their line."""
     lines_path, rejects = path, []
-    try:  # on a cursor of its own: a failed statement would abort the ingest's transaction
-        con.cursor().execute(f"SELECT count(*) FROM read_csv($path, {_LINES_CSV})",
-                             {"path": str(path), "compression": compression}).fetchall()
-    except duckdb.Error:
+    if _needs_sanitising(path):
         lines_path, rejects = _sanitise_lines(path, work)
         compression = "none"
     params = {"path": str(lines_path), "compression": compression}
@@ -150,8 +149,28 @@ def robust_jsonl_stage(con: duckdb.DuckDBPyConnection, path: Path, compression: 
                  guard=guard, column_sql=lambda name: f"j[{index[name]}]", extra_sql=extra, rejects=rejects)
 
 
+def _needs_sanitising(path: Path) -> bool:
+    """True when the text is not UTF-8 or holds the line reader's delimiter byte (DuckDB would
+    refuse the first and silently cut lines at the second)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    with open_binary(path) as handle:
+        while chunk := handle.read(16 << 20):
+            if b"\x01" in chunk:
+                return True
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError:
+                return True
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
 def _sanitise_lines(path: Path, work: Workspace) -> tuple[Path, list[Reject]]:
-    """A copy where lines that are not UTF-8 are blank (numbers kept), and a reject for each."""
+    """A copy DuckDB can read line by line: lines that are not UTF-8 are blanked (numbers kept) with a
+    reject each, and the delimiter byte is written as the text \\u0001 (such a line is invalid JSON either way)."""
     clean, rejects = work.file(path.name + ".utf8"), []
     with open_binary(path) as src, open(clean, "wb") as dst:
         for number, line in enumerate(src, start=1):
@@ -161,7 +180,7 @@ def _sanitise_lines(path: Path, work: Workspace) -> tuple[Path, list[Reject]]:
                 rejects.append(Reject(number, f"not UTF-8 text ({exc.reason} at byte {exc.start})",
                                       line.decode("utf-8", errors="replace")[:2000]))
                 line = b"\n"
-            dst.write(line.replace(b"\x01", b" "))
+            dst.write(line.replace(b"\x01", b"\\u0001"))
     return clean, rejects
 
 

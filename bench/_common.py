@@ -1,0 +1,53 @@
+"""Shared bench helpers: run a command in a child process and measure its wall time and peak memory."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Run:
+    """Wall seconds and peak resident memory (MiB) of one child process."""
+
+    seconds: float
+    peak_mib: float
+    output: str
+
+
+def measure(argv: list[str], env: dict[str, str] | None = None) -> Run:
+    """Run argv to completion; peak RSS comes from the kernel's accounting of that child alone."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, **(env or {})})
+    output = proc.stdout.read() if proc.stdout else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(argv)} failed:\n{output}")
+    return Run(seconds, usage.ru_maxrss / 1024, output)
+
+
+def oomlab_argv(*args: str) -> list[str]:
+    """The installed `oomlab` command, or the module run by this interpreter."""
+    exe = shutil.which("oomlab") or str(Path(sys.executable).parent / "oomlab")
+    return [exe, *args] if Path(exe).exists() else [sys.executable, "-m", "oomlab.cli", *args]
+
+
+def python_argv(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+def best_of(runs: int, argv: list[str], before=None) -> Run:
+    """The fastest of several runs (machines are noisy); `before` resets state between runs."""
+    results = []
+    for _ in range(runs):
+        if before:
+            before()
+        results.append(measure(argv))
+    return min(results, key=lambda r: r.seconds)

@@ -1,0 +1,48 @@
+"""Property tests: whatever bytes a file holds, ingest reports a result and never raises."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from oomlab.config import IngestOptions
+from oomlab.ingest import FAILED, INGESTED, SKIPPED, ingest_paths
+from oomlab.load import connect
+
+GOOD = json.dumps({"ts": "2026-11-30T01:00:00Z", "batch_size": 1, "input_sequence_length": 8}).encode()
+_settings = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@_settings
+@given(content=st.binary(max_size=2000))
+def test_random_bytes_never_raise(tmp_path_factory, content):
+    folder = tmp_path_factory.mktemp("fuzz")
+    (folder / "input").write_bytes(content)
+    con = connect(folder / "db.duckdb")
+    try:
+        report = ingest_paths(con, [str(folder / "input")], IngestOptions())
+    finally:
+        con.close()
+    assert [r.status in (INGESTED, SKIPPED, FAILED) for r in report.results] == [True]
+
+
+@_settings
+@given(noise=st.lists(st.text(max_size=80), max_size=20))
+def test_good_lines_survive_any_neighbours(tmp_path_factory, noise):
+    """Request-log lines mixed with arbitrary text lines: every good line is loaded, each other one rejected."""
+    folder = tmp_path_factory.mktemp("mixed")
+    lines = [GOOD] + [n.replace("\n", " ").replace("\r", " ").encode() for n in noise] + [GOOD]
+    (folder / "log.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    con = connect(folder / "db.duckdb")
+    try:
+        report = ingest_paths(con, [str(folder / "log.jsonl")], IngestOptions())
+        loaded = con.execute("SELECT line FROM requests ORDER BY line").fetchall()
+        rejected = con.execute("SELECT count(*) FROM rejects").fetchall()[0][0]
+    finally:
+        con.close()
+    assert report.results[0].status == INGESTED
+    assert (1,) in loaded and (len(lines),) in loaded
+    blank = sum(1 for n in lines if not n.strip(b" "))  # only spaces make a blank line
+    assert len(loaded) + rejected + blank == len(lines)
