@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,16 +9,16 @@ import duckdb
 
 from .config import IngestOptions
 from .errors import DatabaseError
-from .ingest import IngestReport, ingest_paths
+from .ingest import IngestReport, Progress, ingest_paths
 from .load import connect
 
 
 def ingest(db_path: str | Path, paths: list[str], options: IngestOptions,
-           on_file: Callable[[str, int], None] | None = None) -> IngestReport:
+           progress: Progress | None = None) -> IngestReport:
     """Ingest files and directories into the database at `db_path`."""
     con = connect(db_path)
     try:
-        return ingest_paths(con, paths, options, on_file)
+        return ingest_paths(con, paths, options, progress)
     finally:
         con.close()
 

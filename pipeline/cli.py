@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
 import click
 
-from . import __version__, api
-from .config import IngestOptions
+from . import __version__
 from .errors import OomlabError
-from .fields import parse_map_options, read_mapping_file, with_mapping
-from .output import print_ingest_report, print_query_result, progress_callback
+
+# Commands import the library inside their bodies: `oomlab --help` and `--version` stay instant
+# instead of loading DuckDB, polars and pyarrow first.
 
 DB_OPTION = click.option("--db", "db_path", default="oomlab.duckdb", show_default=True, envvar="OOMLAB_DB",
                          type=click.Path(dir_okay=False), help="DuckDB file (env OOMLAB_DB).")
@@ -58,18 +60,21 @@ def _parse_tags(pairs: tuple[str, ...]) -> dict[str, str]:
 def ingest(paths: tuple[str, ...], db_path: str, instance: str | None, model_version: str | None,
            tags: tuple[str, ...], maps: tuple[str, ...], mapping: str | None, tz: str | None, quiet: bool) -> None:
     """Ingest request logs, text logs with OOM messages and snapshots into the database."""
+    from . import api
+    from .config import IngestOptions
+    from .fields import parse_map_options, read_mapping_file, with_mapping
+    from .output import print_ingest_report, progress_bar
+
     fields_map = {**(read_mapping_file(mapping) if mapping else {}), **parse_map_options(maps)}
     options = IngestOptions(instance=instance, model_version=model_version, tags=_parse_tags(tags),
                             tz=_check_tz(tz), fields=with_mapping(fields_map))
-    with progress_callback(list(paths), quiet) as on_file:
-        report = api.ingest(db_path, list(paths), options, on_file)
+    with progress_bar(list(paths), quiet) as progress:
+        report = api.ingest(db_path, list(paths), options, progress)
     print_ingest_report(report)
     click.get_current_context().exit(1 if report.failed else 0)
 
 
 def _check_tz(tz: str | None) -> str | None:
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
     if tz is None:
         return None
     try:
@@ -85,6 +90,9 @@ def _check_tz(tz: str | None) -> str | None:
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 def query(sql: str, db_path: str, fmt: str) -> None:
     """Run a read-only SQL query against the database."""
+    from . import api
+    from .output import print_query_result
+
     print_query_result(api.query(db_path, sql), fmt)
 
 
@@ -93,6 +101,9 @@ def query(sql: str, db_path: str, fmt: str) -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 def sources(db_path: str, fmt: str) -> None:
     """List what was ingested."""
+    from . import api
+    from .output import print_query_result
+
     print_query_result(api.sources(db_path), fmt)
 
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import duckdb
 
@@ -68,18 +71,50 @@ def _walk(root: Path) -> Iterator[tuple[str, str | None]]:
         yield str(err.filename), f"cannot read directory: {err.strerror}"
 
 
+class Progress(Protocol):
+    """Receives progress: a file starts, the running statement is `fraction` done, the file is done."""
+
+    def start(self, path: str, size: int) -> None: ...
+    def update(self, fraction: float) -> None: ...
+    def finish(self) -> None: ...
+
+
 def ingest_paths(con: duckdb.DuckDBPyConnection, paths: list[str], options: IngestOptions,
-                 on_file: Callable[[str, int], None] | None = None) -> IngestReport:
+                 progress: Progress | None = None) -> IngestReport:
     """Ingest files and directories into the open database; one failure never stops the others."""
     report = IngestReport()
     for path, error in expand_paths(paths):
         if error:
             report.results.append(SourceResult(path, FAILED, message=f"{path}: {error}"))
             continue
-        report.results.append(ingest_file(con, path, options))
-        if on_file:
-            on_file(path, _size(path))
+        if progress is None:
+            report.results.append(ingest_file(con, path, options))
+            continue
+        progress.start(path, _size(path))
+        with _polling(con, progress):
+            report.results.append(ingest_file(con, path, options))
+        progress.finish()
     return report
+
+
+@contextmanager
+def _polling(con: duckdb.DuckDBPyConnection, progress: Progress, every: float = 0.25) -> Iterator[None]:
+    """Report DuckDB's progress on its running statement from a thread (query_progress is thread-safe)."""
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.wait(every):
+            fraction = con.query_progress()
+            if fraction >= 0:
+                progress.update(fraction / 100)
+
+    thread = threading.Thread(target=poll, daemon=True, name="oomlab-progress")
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 def _size(path: str) -> int:

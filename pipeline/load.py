@@ -30,6 +30,9 @@ def connect(db_path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyC
             raise DatabaseBusyError(db_path) from exc
         raise DatabaseError(f"cannot open database {db_path}: {exc}") from exc
     con.execute("SET TimeZone = 'UTC'")
+    # Progress is tracked for query_progress() (the CLI's bar) but DuckDB never prints its own.
+    con.execute("SET enable_progress_bar = true")
+    con.execute("SET enable_progress_bar_print = false")
     # Rows carry their line numbers, so their physical order does not matter; inserts run in parallel.
     con.execute("SET preserve_insertion_order = false")
     if not read_only:

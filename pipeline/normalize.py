@@ -45,7 +45,7 @@ def convert_sql(kind: str, source: str, duck_type: str) -> str:
 
 def _ts_sql(source: str, duck_type: str) -> str:
     if duck_type == "TIMESTAMP WITH TIME ZONE":
-        return f"CAST({source} AT TIME ZONE 'UTC' AS TIMESTAMP)"
+        return f"CAST({source} AS TIMESTAMP)"  # the session's TimeZone is UTC (load.connect)
     if duck_type.startswith("TIMESTAMP") or duck_type == "DATE":
         return f"oomlab_ts_naive(CAST({source} AS TIMESTAMP), $tz)"
     if _is_numeric(duck_type):

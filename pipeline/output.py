@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date, datetime
 from decimal import Decimal
@@ -54,17 +54,37 @@ def print_query_result(result: QueryResult, fmt: str) -> None:
         _stdout().print(table)
 
 
+class _BarProgress:
+    """A rich progress bar over all input bytes, advanced within a file as DuckDB reports progress."""
+
+    def __init__(self, progress: Progress, total: int) -> None:
+        self._bar = progress
+        self._task = progress.add_task("ingest", total=total)
+        self._done = 0
+        self._size = 0
+
+    def start(self, path: str, size: int) -> None:
+        self._size = size
+        self._bar.update(self._task, description=Path(path).name)
+
+    def update(self, fraction: float) -> None:
+        self._bar.update(self._task, completed=self._done + min(fraction, 1.0) * self._size)
+
+    def finish(self) -> None:
+        self._done += self._size
+        self._bar.update(self._task, completed=self._done)
+
+
 @contextmanager
-def progress_callback(paths: list[str], quiet: bool) -> Iterator[Callable[[str, int], None] | None]:
-    """A per-file callback that advances a progress bar on stderr, for inputs worth one."""
+def progress_bar(paths: list[str], quiet: bool) -> Iterator[_BarProgress | None]:
+    """A progress bar on stderr for inputs big enough to want one, else None."""
     total = sum(Path(p).stat().st_size for p, err in expand_paths(paths) if err is None)
     if quiet or total < _PROGRESS_MIN_BYTES:
         yield None
         return
-    columns = (TextColumn("ingest"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
+    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
     with Progress(*columns, console=_stderr(), transient=True) as progress:
-        task = progress.add_task("ingest", total=total)
-        yield lambda _path, size: progress.advance(task, size)
+        yield _BarProgress(progress, total)
 
 
 def print_ingest_report(report: IngestReport) -> None:
