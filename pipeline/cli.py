@@ -107,6 +107,51 @@ def sources(db_path: str, fmt: str) -> None:
     print_query_result(api.sources(db_path), fmt)
 
 
+def _size_option(value: str | None) -> int | None:
+    from .parse.units import parse_bytes
+
+    try:
+        return parse_bytes(value) if value is not None else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@cli.group()
+def snapshot() -> None:
+    """Explain PyTorch memory snapshots without a database."""
+
+
+@snapshot.command("inspect")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the stable JSON document instead of tables.")
+@click.option("--request", "request", metavar="SIZE", help="Would an allocation of SIZE (e.g. 1GiB) fit, and why not.")
+@click.option("--device-total", metavar="SIZE", help="Device memory, to tell external pressure from capacity.")
+@click.option("--top", default=10, show_default=True, help="How many sites and suspects to list.")
+def snapshot_inspect(file: str, as_json: bool, request: str | None, device_total: str | None, top: int) -> None:
+    """State, fragmentation, top allocation sites, leak suspects and OOM moments of one snapshot."""
+    from .analyses.snapshot_inspect import inspect_snapshot
+    from .output import print_json
+    from .output_snapshot import print_inspect
+
+    report = inspect_snapshot(file, _size_option(request), top=top, device_total_bytes=_size_option(device_total))
+    print_json(report) if as_json else print_inspect(report)
+
+
+@snapshot.command("diff")
+@click.argument("before", type=click.Path(exists=True, dir_okay=False))
+@click.argument("after", type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+@click.option("--top", default=20, show_default=True, help="How many sites to list.")
+def snapshot_diff(before: str, after: str, as_json: bool, top: int) -> None:
+    """Per-site change in bytes and blocks between two snapshots, and the segments added and removed."""
+    from .analyses.snapshot_inspect import diff_snapshots
+    from .output import print_json
+    from .output_snapshot import print_diff
+
+    diff = diff_snapshots(before, after, top=top)
+    print_json(diff) if as_json else print_diff(diff)
+
+
 def main() -> None:
     """Console entry point."""
     cli(prog_name="oomlab")

@@ -15,10 +15,11 @@ import duckdb
 
 from . import load
 from .config import IngestOptions
-from .errors import EmptyInputError, InputError, OomlabError
+from .errors import EmptyInputError, OomlabError
 from .parse import detect
 from .parse.facts import FileFacts, facts_in_background, sha256_of
 from .ingest_structured import FastPathRefused, ingest_structured
+from .ingest_snapshot import ingest_snapshot
 from .ingest_text import ingest_text_log
 
 SKIPPED, INGESTED, FAILED = "skipped", "ingested", "failed"
@@ -182,7 +183,7 @@ def _load_content(con: duckdb.DuckDBPyConnection, path: Path, kind: str, source_
     if kind == detect.TEXT:
         return ingest_text_log(con, path, source_id, options)
     if kind == detect.SNAPSHOT:
-        raise InputError(str(path), "snapshot ingest is not available in this version")
+        return ingest_snapshot(con, path, source_id, options)
     return ingest_structured(con, path, kind, source_id, options, facts, robust)
 
 

@@ -38,6 +38,11 @@ def _jsonable(value: object) -> object:
     return value
 
 
+def print_json(document: object) -> None:
+    """A JSON document on stdout, keys in the library's order."""
+    sys.stdout.write(json.dumps(document, indent=2, default=_jsonable) + "\n")
+
+
 def print_query_result(result: QueryResult, fmt: str) -> None:
     """A query result as a table, CSV or JSON (a list of objects) on stdout."""
     if fmt == "csv":

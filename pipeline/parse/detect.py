@@ -10,12 +10,10 @@ from pathlib import Path
 from ..errors import EmptyInputError, InputError
 from ..fields import FIELDS, Field, looks_like_request_log
 from .compression import read_head
+from .snapshot import sniff_snapshot
 
 # Kinds a source can have; `sources.kind` stores these names.
 JSONL, JSON_ARRAY, CSV, PARQUET, SNAPSHOT, TEXT = "jsonl", "json", "csv", "parquet", "snapshot", "text"
-
-_PICKLE_PROTOCOL_2_PLUS = b"\x80"
-
 
 def detect_kind(path: str | Path, fields: tuple[Field, ...] = FIELDS) -> str:
     """The kind of input at `path`; raises InputError for empty, binary or unreadable files."""
@@ -24,7 +22,7 @@ def detect_kind(path: str | Path, fields: tuple[Field, ...] = FIELDS) -> str:
         raise EmptyInputError(str(path), "empty file, nothing to ingest")
     if head.startswith(b"PAR1"):
         return PARQUET
-    if head.startswith(_PICKLE_PROTOCOL_2_PLUS):
+    if sniff_snapshot(head):
         return SNAPSHOT
     text = head.decode("utf-8", errors="replace")
     kind = _structured_kind(text, fields)
@@ -62,10 +60,7 @@ def _json_object_kind(text: str, fields: tuple[Field, ...]) -> str | None:
     try:
         obj = json.loads(first)
     except ValueError:
-        # A snapshot in JSON form is one large object, not one object per line.
-        return SNAPSHOT if '"segments"' in text[:4096] else None
-    if isinstance(obj, dict) and "segments" in obj and "device_traces" in obj:
-        return SNAPSHOT
+        return None
     if isinstance(obj, dict) and looks_like_request_log(list(obj), fields):
         return JSONL
     return None
@@ -78,8 +73,6 @@ def _json_array_kind(text: str, fields: tuple[Field, ...]) -> str | None:
         first, _ = decoder.raw_decode(body)
     except ValueError:
         return None
-    if isinstance(first, dict) and "blocks" in first and "total_size" in first:
-        return SNAPSHOT  # a bare list of segments, the oldest snapshot shape
     if isinstance(first, dict) and looks_like_request_log(list(first), fields):
         return JSON_ARRAY
     return None

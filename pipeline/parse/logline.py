@@ -1,10 +1,10 @@
-"""What a log line says about itself: its timestamp, whether it starts a new record, whether it claims an OOM."""
+"""What a log line says about itself: its timestamp, whether it starts a record, whether it claims an OOM."""
 
 from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from .units import parse_timestamp, to_utc_naive
@@ -34,14 +34,15 @@ _RECORD_START = re.compile(
       | [\w.-]+:\d+:\d+\ \[\d+\]\                          # NCCL host:pid:tid [dev]
       | \{{"                                               # a JSON record
       | Traceback\ \(most\ recent
-      | ---\ 
+      | ---[ ]
     )""",
     re.VERBOSE,
 )
 # Lines that follow an OOM line in the same incident, even as records of their own.
 FOLLOW_UP = re.compile(
     r"Failed to CUDA (?:calloc|malloc)|Requested amount of (?:GPU )?memory|OutOfMemory Error in"
-    r"|Error Code \d+: OutOfMemory|(?:failed|unable) to allocate \w+ buffer|failed to allocate compute buffers"
+    r"|Error Code \d+: OutOfMemory|(?:failed|unable) to allocate \w+ buffer"
+    r"|failed to allocate compute buffers"
     r"|error loading model|current device: \d|GGML_ASSERT|Exception raised from|CUDA kernel errors might"
     r"|For debugging consider|Compile with .TORCH_USE_CUDA_DSA|\[\[\{?\{?[Nn]ode"
 )
@@ -51,7 +52,8 @@ _STRONG = re.compile(r"OUT_OF_MEMORY|OutOfMemory|ErrorMemoryAllocation|OOM when 
 _OOM_PHRASE = re.compile(r"(?i:\bout\s+of\s+memory\b)")
 _BENIGN = re.compile(
     r"(?i)\b(?:check(?:s|ed|ing)?|for|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?|handl(?:e|es|ed|ing)|detect(?:s|ed|ing)?"
-    r"|monitor(?:s|ed|ing)?|no|not|without|possible|potential|risk of|if|in case of|on|against|test(?:s|ed|ing)?"
+    r"|monitor(?:s|ed|ing)?|no|not|without|possible|potential|risk of|if|in case of|on|against"
+    r"|test(?:s|ed|ing)?"
     r"|simulat(?:e|es|ed|ing)|recover(?:y|ing|ed)? from)\s+(?:\w+\s+){0,2}?out\s+of\s+memory\b"
 )
 
@@ -82,7 +84,7 @@ class LineClock:
     def __init__(self, default_tz: str | None = None, year: int | None = None) -> None:
         self.default_tz = default_tz
         self.zone = ZoneInfo(default_tz) if default_tz else None
-        self.year = year if year is not None else datetime.now(timezone.utc).year
+        self.year = year if year is not None else datetime.now(UTC).year
 
     def __call__(self, line: str) -> datetime | None:
         """The timestamp `line` starts with, or None."""
@@ -94,7 +96,10 @@ class LineClock:
         try:
             if match["mon"]:
                 return self._syslog(match["mon"], int(match["day"]), match["hms"])
-            return parse_timestamp(_FRACTION.sub(r"\1\2", match["iso"] or match["slash"]), self.default_tz)
+            if match["iso"]:  # the common case, read directly (parse_timestamp tries epochs first)
+                moment = datetime.fromisoformat(_FRACTION.sub(r"\1\2", match["iso"]))
+                return to_utc_naive(moment, self.zone)
+            return parse_timestamp(_FRACTION.sub(r"\1\2", match["slash"]), self.default_tz)
         except ValueError:
             return None
 

@@ -1,4 +1,4 @@
-"""Undo what logs and pastes do to an OOM message: ANSI colours, log prefixes, JSON wrappers, escapes, wraps."""
+"""Undo what logs and pastes do to an OOM message: ANSI colours, prefixes, JSON wrappers, escapes, wraps."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ _TS = (
 )
 _LEVEL = r"(?:CRITICAL|ERROR|WARNING|WARN|INFO|DEBUG|TRACE|FATAL|NOTICE)"
 
-# One prefix token at the start of a log line; `strip_prefix` removes as many as it finds.
-_PREFIX_TOKEN = re.compile(
-    rf"""[ \t]*(?:
+# The prefix tokens at the start of a log line, up to 12 of them; `strip_prefix` removes them.
+_PREFIX = re.compile(
+    rf"""(?:[ \t]*(?:
         \[(?:{_TS})[^\]\n]{{0,20}}\]:?          # [2026-11-30 01:49:09] or [02/15/2023-06:20:02]
       | (?:{_TS})(?=[\s:|\]-])                  # a bare timestamp
       | [IWEF]\d{{4}}[ ]\d{{2}}:\d{{2}}:\d{{2}}\.\d+[ ]+\d+[ ][\w./-]+:\d+\]   # glog
@@ -34,7 +34,7 @@ _PREFIX_TOKEN = re.compile(
       | \[(?:{_LEVEL}|[IWEF])\]:?                # [ERROR], [E]
       | {_LEVEL}:(?:[\w.<>-]+:)?                # ERROR:root:
       | {_LEVEL}\b:?
-      | \[rank\d+\]:?
+      | \[[\w.@/-]{{1,40}}\]:?                     # [rank0]:, [gpu-a-7], [worker]
       | \[[\w.-]+:\d+\]                          # [core.py:330]
       | \[TRT\]:?|\[TensorRT(?:-LLM)?\](?:\[\w+\])?:?
       | \((?:[A-Za-z_]\w*)(?:[ ]\w+=[\w.-]+)+\)  # (VllmWorkerProcess pid=2421)
@@ -43,12 +43,11 @@ _PREFIX_TOKEN = re.compile(
       | [\w.-]+[ ]+-[ ](?={_LEVEL}\b)             # logging: name - LEVEL
       | [\w.]+:[\w.<>]+:\d+[ ]-(?=[ ])           # loguru: module:function:123 -
       | \d+(?=[ ]\[rank)                         # uniq -c count
-      | [|:-](?=[ ])                             # separators between tokens
-    )""",
+    )(?:[ \t]*[|:-](?=[ ]))?){{1,12}}""",          # a separator only after a token: ": 16.00 GiB" is text
     re.VERBOSE,
 )
-_MAX_TOKENS = 12
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # only these: a form feed or U+2028 inside a message is text
 _ESCAPE = re.compile(r"\\(r\\n|[nrt\"'\\/])")
 _ESCAPED = {"r\\n": "\n", "n": "\n", "r": "\n", "t": "\t", '"': '"', "'": "'", "\\": "\\", "/": "/"}
 _JSON_TEXT_KEYS = ("msg", "message", "error", "err", "exception", "detail", "log", "text")
@@ -64,13 +63,8 @@ def strip_ansi(text: str) -> str:
 
 def strip_prefix(line: str) -> str:
     """`line` without leading log prefixes (timestamps, levels, `[rank0]:`, `host prog[pid]:`)."""
-    pos = 0
-    for _ in range(_MAX_TOKENS):
-        match = _PREFIX_TOKEN.match(line, pos)
-        if match is None or match.end() == pos:
-            break
-        pos = match.end()
-    return line[pos:].lstrip() if pos else line
+    match = _PREFIX.match(line)
+    return line[match.end() :].lstrip() if match else line
 
 
 def _strings(value: object, depth: int = 0) -> Iterator[str]:
@@ -110,7 +104,7 @@ def unescape(text: str) -> str:
 
 def _clean_lines(text: str, depth: int) -> Iterator[str]:
     """The content of each line of `text`, prefixes removed and JSON wrappers opened."""
-    for raw in text.splitlines():
+    for raw in _LINE_BREAK.split(text):
         line = strip_prefix(raw)
         inner = json_text(line) if depth < 2 else None
         if inner is not None:
@@ -123,6 +117,10 @@ def _clean_lines(text: str, depth: int) -> Iterator[str]:
 
 def clean_message_text(text: str) -> str:
     """One string a format pattern can match: lines joined with nothing added, so mid-word wraps heal."""
+    if "\n" not in text and "\r" not in text and "\x1b" not in text and "\\" not in text:
+        line = strip_prefix(text)  # the common case, a single log line: no need to split or unescape
+        if not line.startswith(("{", "[")):
+            return line.strip()
     text = strip_ansi(text)
     whole = json_text(text) if "\n" in text else None  # pretty-printed JSON spans lines
     if whole is not None:

@@ -10,9 +10,12 @@ from .oom_signatures import SIGNATURES
 
 # Literal byte strings that find candidate OOM messages fast in a large log. Every supported format
 # contains at least one; most contain two, so a line wrap inside one marker is caught by another
-# (a wrapped "out of me|mory" still has "Tried to allocate" or "OutOfMemoryError").
+# (a wrapped "out of me|mory" still has "Tried to allocate" or "OutOfMemoryError"). They are chosen
+# so that the Rust regex engine polars uses can search for all of them at once at several GB/s:
+# long, specific phrases, none frequent in ordinary log lines ("KV cache usage" lines are).
 OOM_MARKERS: tuple[bytes, ...] = (
     b"ut of memory",  # out of memory, Out of memory (JAX, Paddle), ran out of memory (TF, XLA)
+    b"ut of the memory",  # hand-typed variant seen in issues
     b"OUT OF MEMORY",
     b"OUT_OF_MEMORY",  # CUDA_ERROR_OUT_OF_MEMORY
     b"OutOfMemory",  # torch.OutOfMemoryError, hipErrorOutOfMemory, TensorRT's OutOfMemory
@@ -21,12 +24,12 @@ OOM_MARKERS: tuple[bytes, ...] = (
     b"_ALLOC_FAILED",  # CUBLAS_STATUS_ALLOC_FAILED, CUDNN_STATUS_ALLOC_FAILED
     b"RESOURCE_EXHAUSTED",  # JAX / XLA
     b"to allocate",  # Tried to (PyTorch), failed/unable to (llama.cpp, ONNX Runtime, XLA)
-    b"cache blocks",  # vLLM: No available memory for the cache blocks
-    b"stored in KV cache",  # vLLM: max seq len larger than what can be stored in KV cache
+    b"No available memory",  # vLLM: No available memory for the cache blocks
     b"KV cache memory",  # vLLM: X GiB KV cache is needed, which is larger than the available KV cache memory
-    b"memory utilization",  # vLLM: free memory on startup is less than desired GPU memory utilization
-    b"could not be allocated",  # TensorRT: Requested amount of GPU memory could not be allocated
-    b"than requested bytes",  # ONNX Runtime BFC arena: Available memory of N is smaller than requested bytes
+    b"KV cache (",  # vLLM: max seq len larger than the tokens that can be stored in KV cache (N)
+    b"GPU memory utilization",  # vLLM: free memory on startup is less than desired GPU memory utilization
+    b"Requested amount of",  # TensorRT: Requested amount of GPU memory (N bytes) could not be allocated
+    b"Available memory of",  # ONNX Runtime BFC arena: Available memory of N is smaller than requested bytes
 )
 
 
@@ -52,11 +55,11 @@ def analyse_oom_text(text: str) -> tuple[OomMessage | None, str, int]:
         if match is None:
             continue
         try:
-            fields = extract_fields(sig, cleaned)
+            fields, whole = extract_fields(sig, cleaned)
         except (ValueError, OverflowError) as exc:
             raise ParseError(f"{sig.framework} OOM message has a size that cannot be read: {exc}") from None
         message = OomMessage(framework=sig.framework, message=cleaned, **fields)
-        return message, sig.state(cleaned, match.start()), match.start()
+        return message, "ended" if whole else sig.state(cleaned, match.start()), match.start()
     return None, "none", -1
 
 

@@ -7,24 +7,32 @@ belong to the same message, are decoded and parsed here.
 
 from __future__ import annotations
 
+import lzma
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfoNotFoundError
 
+import zstandard
+
 from ..errors import InputError, ParseError
 from ..records import OomMessage, Reject, TextOom
 from .logline import FOLLOW_UP, LineClock, claims_oom, is_record_start
+from .oom_clean import clean_message_text
 from .oom_message import OOM_MARKERS, analyse_oom_text
 from .textscan import SEGMENT_BYTES, MarkerFinder, Window, count_newlines, iter_windows
 
 REJECT_REASON = "text mentions out of memory but matches no known OOM message format"
 MAX_MESSAGE_LINES = 64  # a message continues over at most this many lines
-MAX_MESSAGE_BYTES = 32 << 10  # ... and this many bytes
-LOOK_BEHIND = 2  # lines before a marker tried when the marker line alone does not parse
+MAX_MESSAGE_BYTES = 32 << 10  # ... and this many bytes (less than textscan.LOOKAHEAD_BYTES)
+LOOK_BEHIND = 2  # earlier lines a message may reach back to (see _Scanner._reach_back)
 RAW_LIMIT = 2000
 
 _FINDER = MarkerFinder(OOM_MARKERS)
+_EXCEPTION_NAME = re.compile(r"(?:Error|Exception)\s*:?\s*$")
+_TRAILING_NAME = re.compile(r"[\w.]*$")
+_EXCEPTION_HEAD = re.compile(r"[\w.]*(?:Error|Exception)\s*:?\s*")
 
 
 def scan_text_log(path: str | Path, *, default_tz: str | None = None, year: int | None = None,
@@ -47,8 +55,10 @@ def scan_text_log(path: str | Path, *, default_tz: str | None = None, year: int 
         scanner = _Scanner(clock)
         for window in iter_windows(path, _FINDER, segment=chunk_size):
             yield from scanner.scan(window)
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read the log: {exc.strerror or exc}") from exc
+    except (OSError, EOFError, lzma.LZMAError, zstandard.ZstdError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise InputError(str(path), f"cannot read the log: {reason}",
+                         hint="check that the file is complete and not corrupted") from exc
 
 
 @dataclass
@@ -60,11 +70,10 @@ class _Message:
     lines: list[str]
     oom: OomMessage | None = None
     state: str = "none"
-    anchor_at: int = -1
 
     def analyse(self) -> None:
         """Parse the joined lines again."""
-        self.oom, self.state, self.anchor_at = _analyse("\n".join(self.lines))
+        self.oom, self.state, _ = _analyse("\n".join(self.lines))
 
 
 def _analyse(text: str) -> tuple[OomMessage | None, str, int]:
@@ -92,7 +101,7 @@ class _Scanner:
             self._advance(window, hit)
             if window.base + hit < self.consumed:
                 continue
-            found = self._message_at(hit)
+            found = self._message_at(hit, self.line)
             if found is not None:
                 yield found
         self._advance(window, window.hi)
@@ -114,24 +123,23 @@ class _Scanner:
         assert self._window is not None
         return self._window.buf[start:end].decode("utf-8", errors="replace").rstrip("\r\n")
 
-    def _message_at(self, hit: int) -> TextOom | Reject | None:
+    def _message_at(self, hit: int, line: int) -> TextOom | Reject | None:
         """The message whose marker is on the line at `hit`; a Reject; or None for a weak marker."""
+        assert self._window is not None
         end = self._line_end(hit)
         first = self._text(hit, end)
-        msg = _Message(hit, end, [first])
-        msg.analyse()
-        if msg.oom is None and not claims_oom(first):
+        oom, state, _ = _analyse(first)
+        if oom is not None and state == "ended" and _ends_sentence(first) and is_record_start(first):
+            self.consumed = self._window.base + end  # the common case: one whole log record
+            return TextOom(line, self.clock(first), oom)
+        if oom is None and not claims_oom(first):
             return None  # a weak marker ("KV cache memory") on a line that is not an OOM message
+        msg = _Message(hit, end, [first], oom, state)
         self._grow(msg)
-        line = self.line
-        if msg.oom is None:
-            line -= self._look_behind(msg)
-        assert self._window is not None
+        line -= self._reach_back(msg)
         self.consumed = self._window.base + msg.end
         if msg.oom is None:
-            if claims_oom(first):
-                return Reject(line, REJECT_REASON, first[:RAW_LIMIT])
-            return None
+            return Reject(line, REJECT_REASON, first[:RAW_LIMIT]) if claims_oom(first) else None
         return TextOom(line, self.clock(msg.lines[0]), msg.oom)
 
     def _next_line(self, start: int) -> tuple[str, int] | None:
@@ -148,7 +156,7 @@ class _Scanner:
 
     def _grow(self, msg: _Message) -> None:
         """Add the lines that continue the message: until it ends, a new record, or a blank line."""
-        while self._room(msg) and msg.state != "ended":
+        while self._room(msg) and not _finished(msg):
             nxt = self._next_line(msg.end)
             if nxt is None:
                 return
@@ -156,13 +164,12 @@ class _Scanner:
             if not text.strip():
                 if not self._follow_up_after_blank(msg, end):
                     return
-                continue
-            if msg.oom is not None and FOLLOW_UP.search(text):
+            elif msg.oom is not None and FOLLOW_UP.search(text):
                 self._take(msg, text, end)
-                continue
-            if msg.state == "complete" or is_record_start(text) or not self._continues(msg, text):
+            elif msg.state == "complete" or is_record_start(text) or not self._continues(msg, text):
                 return
-            self._take(msg, text, end)
+            else:
+                self._take(msg, text, end)
 
     def _take(self, msg: _Message, text: str, end: int) -> None:
         """Append a line to the message and parse it again."""
@@ -183,35 +190,85 @@ class _Scanner:
         """Whether `text` continues the message rather than starting another OOM message.
 
         A line that holds no known message continues. One that does continues only when the two
-        are one message split in two: the joined text starts the message in the earlier lines, or
-        the earlier lines named the error without any numbers and this line brings them.
+        are one message split in two: the joined text starts the message in the earlier lines, the
+        earlier lines end in an exception name (`torch.OutOfMemoryError`), or they named the error
+        without any numbers and this line brings them.
         """
         alone, _, _ = _analyse(text)
         if alone is None:
             return True
         if msg.oom is None:
-            _, _, anchor_at = _analyse("\n".join([*msg.lines, text]))
-            return 0 <= anchor_at < sum(len(line) for line in msg.lines)
+            return _split_head(msg.lines, text)
         return alone.framework == msg.oom.framework and _bare(msg.oom) and not _bare(alone)
 
-    def _look_behind(self, msg: _Message) -> int:
-        """Try the message with up to LOOK_BEHIND earlier lines; return how many lines it moved back."""
+    def _previous_line(self, start: int) -> tuple[str, int] | None:
+        """The line before the one at `start`, with its offset; None if blank or already reported."""
         assert self._window is not None
-        start, lines = msg.start, list(msg.lines)
         floor = max(0, self.consumed - self._window.base)
-        for back in range(1, LOOK_BEHIND + 1):
-            if start <= floor:
-                return 0
-            prev_start = max(floor, self._window.buf.rfind(b"\n", floor, start - 1) + 1)
-            prev = self._text(prev_start, start)
-            if not prev.strip():
-                return 0
-            start, lines = prev_start, [prev, *lines]
-            oom, state, _ = _analyse("\n".join(lines))
-            if oom is not None:
-                msg.start, msg.lines, msg.oom, msg.state = start, lines, oom, state
-                return back
-        return 0
+        if start <= floor:
+            return None
+        prev_start = max(floor, self._window.buf.rfind(b"\n", floor, start - 1) + 1)
+        text = self._text(prev_start, start)
+        return (text, prev_start) if text.strip() else None
+
+    def _reach_back(self, msg: _Message) -> int:
+        """Prepend up to LOOK_BEHIND earlier lines that belong to the message; return how many.
+
+        A line before one that does not start a record is taken when the message does not parse
+        without it, when it changes the framework or adds fields (the context `tensorview` or
+        `RuntimeError:` line), or when it is the first part of a fixed-width wrap (same length).
+        """
+        moved = 0
+        while moved < LOOK_BEHIND and not is_record_start(msg.lines[0]):
+            prev = self._previous_line(msg.start)
+            if prev is None:
+                break
+            text, start = prev
+            oom, state, _ = _analyse("\n".join([text, *msg.lines]))
+            wrapped = len(text) == len(msg.lines[0]) and len(msg.lines) > 1
+            if oom is None or not (wrapped or _better(oom, msg.oom)):
+                break
+            msg.start, msg.oom, msg.state = start, oom, state
+            msg.lines.insert(0, text)
+            moved += 1
+        return moved
+
+
+def _split_head(lines: list[str], text: str) -> bool:
+    """Whether `lines` (no message yet) and the message on `text` are one message wrapped: its anchor
+    starts in `lines`, or `lines` end in its exception name, whole or cut (`torch.OutOfMemory|Error:`)."""
+    before = clean_message_text("\n".join(lines))
+    joined = clean_message_text("\n".join([*lines, text]))
+    _, _, anchor_at = _analyse(joined)
+    if anchor_at < 0:
+        return False
+    if anchor_at < len(before) or _EXCEPTION_NAME.search(before):
+        return True
+    name = _TRAILING_NAME.search(before).group() + joined[len(before) : anchor_at]  # type: ignore[union-attr]
+    return _EXCEPTION_HEAD.fullmatch(name) is not None
+
+
+def _finished(msg: _Message) -> bool:
+    """Whether the message is known to be over: its closing words seen, at the end of a sentence
+    (a wrapped message can reach its closing words with the rest of their sentence on the next line)."""
+    return msg.state == "ended" and _ends_sentence(msg.lines[-1])
+
+
+def _ends_sentence(text: str) -> bool:
+    """Whether `text` ends the way a sentence or a closing bracket does."""
+    return text.rstrip().endswith((".", ")", "]", '"', "'", "}"))
+
+
+def _better(new: OomMessage, old: OomMessage | None) -> bool:
+    """Whether `new` says more than `old`: a message where there was none, another framework, more fields."""
+    if old is None:
+        return True
+    return new.framework != old.framework or _count(new) > _count(old)
+
+
+def _count(oom: OomMessage) -> int:
+    """How many numeric fields the message states."""
+    return sum(getattr(oom, name) is not None for name in _NUMERIC_FIELDS) + len(oom.other_processes)
 
 
 def _bare(oom: OomMessage) -> bool:

@@ -1,10 +1,10 @@
 """Find, without a Python loop per line, the lines of a large text log that contain marker strings.
 
 A plain file is memory-mapped and cut into segments; a compressed one is decompressed into buffers of
-the same size. Each segment is split at line ends into ~16 KiB blocks, and one polars regex `find`
+the same size. Each segment is split at line ends into ~32 KiB blocks, and one polars regex `find`
 over all blocks (Rust, GIL released) gives the first marker in each; the rest of a block that had one
 is searched again, until no block has more. Python sees only the lines that hold a marker. The next
-segment is searched in a background thread while the caller works on the current one.
+segments are searched in a background thread while the caller works on the current ones.
 """
 
 from __future__ import annotations
@@ -23,14 +23,16 @@ import pyarrow as pa
 
 from .compression import compression_of, open_binary
 
-BLOCK_BYTES = 16 << 10
+BLOCK_BYTES = 32 << 10
 SEGMENT_BYTES = 32 << 20
 SMALL_BYTES = 1 << 20  # below this, bytes.find per marker beats building a polars frame
 LOOKAHEAD_BYTES = 64 << 10  # a compressed buffer always holds this much after its scan region
 BEHIND_LINES = 4  # and this many lines before it, for messages that start before their marker
 _COUNT_PIECE = 1 << 20  # count newlines in pieces that stay in the CPU cache
 _MAX_SEGMENT = 1 << 30  # arrow views address a segment with 32-bit offsets
+_MAX_LINE = 64 << 20  # a compressed log's line longer than this is searched in pieces
 _INLINE = 12  # arrow keeps values up to 12 bytes inside the view; those are searched in Python
+_BATCH = 2  # segments searched in one go by the worker thread
 
 # Arrow's binary_view layout: length, 4-byte prefix, buffer index, offset (values over 12 bytes).
 _VIEW = np.dtype([("len", "<i4"), ("prefix", "V4"), ("buf", "<i4"), ("off", "<i4")])
@@ -79,22 +81,21 @@ class MarkerFinder:
         return sorted(found)
 
     def _lines_polars(self, buf: Buffer, lo: int, hi: int) -> list[int]:
-        """`lines` with polars: rounds of "first match per block", each on what is left of the blocks."""
-        data = np.frombuffer(buf, np.uint8, count=hi - lo, offset=lo)
-        region = pa.py_buffer(buf).slice(lo, hi - lo)
+        """`lines` with polars: the first match per block, then again in what is left of each block."""
+        region = _Region(self.pattern, buf, lo, hi)
         starts, ends = _blocks(buf, lo, hi)
         found: list[int] = []
         while len(starts):
-            small = ends - starts <= _INLINE
+            small = ends - starts <= _INLINE  # too short for an arrow view: search them here
             for s, e in zip(starts[small].tolist(), ends[small].tolist(), strict=True):
                 found += self.lines_py(buf, lo + s, lo + e)
             starts, ends = starts[~small], ends[~small]
-            first = _first_matches(self.pattern, region, data, starts, ends)
+            first = region.first_matches(starts, ends)
             hit = first >= 0
             lines, nexts = _line_bounds(buf, lo, hi, first[hit].tolist())
             found += lines
             starts, ends = np.asarray(nexts, np.int64), ends[hit]
-            keep = starts < ends
+            keep = ends > starts
             starts, ends = starts[keep], ends[keep]
         return sorted(set(found))
 
@@ -120,30 +121,48 @@ def _line_bounds(buf: Buffer, lo: int, hi: int, positions: list[int]) -> tuple[l
     return lines, nexts
 
 
-def _first_matches(pattern: str, region: pa.Buffer, data: np.ndarray, starts: np.ndarray,
-                   ends: np.ndarray) -> np.ndarray:
-    """Per block, the offset (relative to the region) of its first match, or -1."""
-    if not len(starts):
-        return np.empty(0, np.int64)
-    try:
-        found = _search_blocks(pattern, region, data, starts, ends)
-    except pl.exceptions.ComputeError:  # invalid UTF-8 somewhere in the region
-        masked = data.tobytes().translate(_ASCII_ONLY)
-        found = _search_blocks(pattern, pa.py_buffer(masked), np.frombuffer(masked, np.uint8), starts, ends)
-    return np.where(found >= 0, found + starts, -1)
+class _Region:
+    """buf[lo:hi] as an arrow buffer that polars searches through views of its blocks.
 
+    polars needs valid UTF-8 and checks it when binary becomes string. The first search casts, so
+    the whole region is checked once (or, if that fails, masked: see _ASCII_ONLY); later searches
+    view parts of the checked region as strings directly. Parts start after a newline and end
+    after one, and a newline is never inside a UTF-8 sequence, so every part is valid too.
+    """
 
-def _search_blocks(pattern: str, region: pa.Buffer, data: np.ndarray, starts: np.ndarray,
-                   ends: np.ndarray) -> np.ndarray:
-    """polars' regex find over zero-copy views of the blocks: offsets within each block, or -1."""
-    views = np.zeros(len(starts), _VIEW)
-    views["len"] = ends - starts
-    views["off"] = starts
-    views["prefix"] = data[starts[:, None] + np.arange(4)].view("V4").ravel()
-    array = pa.Array.from_buffers(pa.binary_view(), len(starts), [None, pa.py_buffer(views), region])
-    series = pl.from_arrow(array).cast(pl.String)  # type: ignore[union-attr]
-    found = series.str.find(pattern).cast(pl.Int64).fill_null(-1).to_numpy()
-    return np.asarray(found, np.int64)
+    def __init__(self, pattern: str, buf: Buffer, lo: int, hi: int) -> None:
+        self.pattern = pattern
+        self.buffer = pa.py_buffer(buf).slice(lo, hi - lo)
+        self.data = np.frombuffer(buf, np.uint8, count=hi - lo, offset=lo)
+        self.checked = False
+
+    def first_matches(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """Per part (offsets relative to lo, each over _INLINE bytes), the offset of its first match or -1."""
+        if not len(starts):
+            return np.empty(0, np.int64)
+        if not self.checked:
+            self.checked = True
+            try:
+                found = self._search(starts, ends, pa.binary_view())
+            except pl.exceptions.ComputeError:  # invalid UTF-8 somewhere in the region
+                masked = self.data.tobytes().translate(_ASCII_ONLY)
+                self.buffer, self.data = pa.py_buffer(masked), np.frombuffer(masked, np.uint8)
+                found = self._search(starts, ends, pa.string_view())
+        else:
+            found = self._search(starts, ends, pa.string_view())
+        return np.where(found >= 0, found + starts, -1)
+
+    def _search(self, starts: np.ndarray, ends: np.ndarray, kind: pa.DataType) -> np.ndarray:
+        """polars' regex find over zero-copy views of the parts: offsets within each part, or -1."""
+        views = np.zeros(len(starts), _VIEW)
+        views["len"] = ends - starts
+        views["off"] = starts
+        views["prefix"] = self.data[starts[:, None] + np.arange(4)].view("V4").ravel()
+        array = pa.Array.from_buffers(kind, len(starts), [None, pa.py_buffer(views), self.buffer])
+        series = pl.from_arrow(array)
+        assert isinstance(series, pl.Series)
+        found = series.cast(pl.String).str.find(self.pattern).cast(pl.Int64).fill_null(-1).to_numpy()
+        return np.asarray(found, np.int64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +178,10 @@ class Window:
 
 
 def _mapped_windows(path: Path, segment: int) -> Iterator[Window]:
-    """Segments of a memory-mapped plain file."""
+    """Segments of a memory-mapped plain file.
+
+    `iter_windows` unmaps the pages of segments already dealt with (see `_release`).
+    """
     with open(path, "rb") as handle:
         size = handle.seek(0, 2)
         if size == 0:
@@ -172,6 +194,14 @@ def _mapped_windows(path: Path, segment: int) -> Iterator[Window]:
         hi = size if end < 0 else end + 1
         yield Window(mapped, arr, 0, lo, hi)
         lo = hi
+
+
+def _release(buf: Buffer, upto: int) -> None:
+    """Unmap the pages of a memory-mapped log before `upto` (less a MiB that a message may look back
+    into), so resident memory stays at a few segments whatever the file size; the page cache keeps them."""
+    upto -= (1 << 20) + upto % mmap.PAGESIZE
+    if isinstance(buf, mmap.mmap) and upto > 0 and hasattr(mmap, "MADV_DONTNEED"):
+        buf.madvise(mmap.MADV_DONTNEED, 0, upto)
 
 
 def _read_full(stream: Any, size: int) -> bytes:
@@ -187,12 +217,16 @@ def _read_full(stream: Any, size: int) -> bytes:
 
 
 def _cut(buf: bytes, lo: int, lookahead: int) -> int:
-    """Where the scan region of a non-final buffer ends: a line start `lookahead` bytes from its end."""
+    """Where the scan region of a non-final buffer ends: a line start `lookahead` bytes from its end.
+
+    `lo` itself (an empty region: read more first) while the line at `lo` has no end in sight yet;
+    inside the line only once it is longer than _MAX_LINE.
+    """
     limit = len(buf) - lookahead
     end = buf.rfind(b"\n", lo, max(lo, limit))
     if end >= 0:
         return end + 1
-    return max(lo, limit)  # a single line longer than a buffer: cut inside it
+    return limit if limit - lo > _MAX_LINE else lo
 
 
 def _behind(buf: bytes, hi: int, lookahead: int) -> int:
@@ -224,21 +258,45 @@ def _stream_windows(path: Path, segment: int, lookahead: int) -> Iterator[Window
 def iter_windows(path: str | Path, finder: MarkerFinder, *, segment: int = SEGMENT_BYTES) -> Iterator[Window]:
     """The windows of the log at `path` in order, each with its marker lines found ahead of time.
 
-    A compressed buffer holds at least `lookahead` bytes (LOOKAHEAD_BYTES, or half a small test
-    segment) after its scan region, so a message that starts in the region can be read whole.
+    A compressed buffer holds LOOKAHEAD_BYTES after its scan region, so a message that starts in
+    the region can be read whole; with a `segment` smaller than that, buffers accumulate reads.
     """
     path = Path(path)
-    lookahead = min(LOOKAHEAD_BYTES, max(1, segment // 2))
+    segment = max(1, segment)
     if compression_of(path) is None:
         raw = _mapped_windows(path, segment)
     else:
-        raw = _stream_windows(path, segment, lookahead)
+        raw = _stream_windows(path, segment, LOOKAHEAD_BYTES)
+    batches = _batches(raw)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="oomlab-scan") as pool:
-        pending = None
-        for window in raw:
-            future = pool.submit(finder.lines, window.buf, window.lo, window.hi)
-            if pending is not None:
-                yield replace(pending[0], hits=tuple(pending[1].result()))
-            pending = (window, future)
-        if pending is not None:
-            yield replace(pending[0], hits=tuple(pending[1].result()))
+        batch = next(batches, None)
+        future = pool.submit(_search, finder, batch) if batch else None
+        while batch and future:
+            found = future.result()
+            following = next(batches, None)
+            future = pool.submit(_search, finder, following) if following else None
+            for window, hits in zip(batch, found, strict=True):
+                yield replace(window, hits=tuple(hits))
+            _release(batch[-1].buf, batch[-1].lo)
+            batch = following
+
+
+def _batches(windows: Iterator[Window]) -> Iterator[list[Window]]:
+    """Windows in groups of _BATCH: the unit a worker searches while the caller parses the previous.
+
+    The caller's numpy calls (counting newlines) release the GIL between its messages, so the
+    worker, whose polars and numpy calls each need the GIL back when they return, is not starved.
+    """
+    batch: list[Window] = []
+    for window in windows:
+        batch.append(window)
+        if len(batch) == _BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _search(finder: MarkerFinder, batch: list[Window]) -> list[list[int]]:
+    """The marker lines of each window of a batch."""
+    return [finder.lines(window.buf, window.lo, window.hi) for window in batch]

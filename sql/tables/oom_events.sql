@@ -25,5 +25,6 @@ CREATE TABLE IF NOT EXISTS oom_events (
     input_sequence_length       BIGINT,
     output_sequence_length      BIGINT,
     message                     VARCHAR,
-    request_id                  VARCHAR
+    request_id                  VARCHAR,
+    snapshot_id                 INTEGER
 );

@@ -1,0 +1,203 @@
+"""Benchmark: reading, ingesting and inspecting a large PyTorch memory snapshot against plain pickle.load.
+
+    python bench/ingest_snapshot.py [SNAPSHOT] [--repeat 3] [--scale-gb 1]
+
+The input is decompressed to a temporary file first, so decompression is not timed. Every measurement runs
+in its own subprocess; its peak memory is that process's ru_maxrss (from wait4), so the runs do not
+pollute each other. Wall times are whole-process times (interpreter start and imports included), the
+median of --repeat runs: this machine's timings are noisy.
+
+--scale-gb N derives a larger snapshot FROM the real one (its trace repeated with times shifted past the
+previous copy; the copies share frame dicts as real snapshots do) and reports the peak memory of reading it.
+The derived trace is not a consistent allocator history; it only measures size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DEFAULT_SNAPSHOT = "/work/shared/fixtures/h200/big_trace/snapshot_end.pickle.xz"
+
+# Child programs, one per measurement; each gets the snapshot path as argv[1].
+CHILDREN = {
+    "pickle.load": "import pickle, sys\nwith open(sys.argv[1], 'rb') as f: pickle.load(f)",
+    "pickle.load (gc off)": (
+        "import gc, pickle, sys\ngc.disable()\nwith open(sys.argv[1], 'rb') as f: pickle.load(f)"
+    ),
+    "read_snapshot": (
+        "import sys\nfrom oomlab.parse.snapshot import read_snapshot\nread_snapshot(sys.argv[1])"
+    ),
+    "inspect_snapshot": (
+        "import sys\nfrom oomlab.analyses.snapshot_inspect import inspect_snapshot\n"
+        "inspect_snapshot(sys.argv[1])"
+    ),
+}
+SCALE_CHILD = """
+import os, pickle, sys
+from oomlab.parse.safe_pickle import load_plain_pickle
+source, derived, target = sys.argv[1], sys.argv[2], float(sys.argv[3]) * 1e9
+snapshot = load_plain_pickle(source)
+originals = [list(trace) for trace in snapshot['device_traces']]
+
+def write(copies):
+    # Copy k of each trace: new entry dicts and frame lists, times shifted past copy k-1; the frame dicts
+    # stay shared, as in the pickles PyTorch writes.
+    for trace, base in zip(snapshot['device_traces'], originals):
+        span = base[-1]['time_us'] - base[0]['time_us'] + 1 if base else 0
+        del trace[len(base):]
+        for copy in range(1, copies):
+            trace.extend(dict(e, time_us=e['time_us'] + copy * span, frames=list(e['frames'])) for e in base)
+    with open(derived, 'wb') as out:
+        pickle.dump(snapshot, out, protocol=4)
+    return os.path.getsize(derived)
+
+copies = max(2, round(target / os.path.getsize(source)))
+size = write(copies)
+per_copy = (size - os.path.getsize(source)) / (copies - 1)
+better = 1 + round((target - os.path.getsize(source)) / per_copy)
+if better != copies:
+    copies, size = better, write(better)
+print(copies)
+"""
+
+
+def measure(argv: list[str]) -> tuple[float, int, int]:
+    """(wall seconds, peak RSS in bytes, exit status) of one subprocess; its last error line if it fails."""
+    with tempfile.TemporaryFile() as errors:
+        start = time.perf_counter()
+        process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=errors)
+        _pid, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            errors.seek(0)
+            lines = errors.read().decode(errors="replace").strip().splitlines()
+            print(f"  {argv[-1] if len(argv) < 4 else argv[1]}: {lines[-1] if lines else 'no message'}")
+    return wall, usage.ru_maxrss * 1024, process.returncode
+
+
+def median_of(argv: list[str], repeat: int) -> tuple[float, int, int]:
+    """Median wall and peak RSS over `repeat` runs; the status of the last run."""
+    runs = [measure(argv) for _ in range(repeat)]
+    return (statistics.median(r[0] for r in runs), int(statistics.median(r[1] for r in runs)), runs[-1][2])
+
+
+def decompressed_copy(source: str, folder: Path) -> Path:
+    """The snapshot as a plain pickle in `folder` (decompression is not what we measure)."""
+    from oomlab.parse.compression import open_binary
+
+    target = folder / "snapshot.pickle"
+    with open_binary(source) as stream, open(target, "wb") as out:
+        shutil.copyfileobj(stream, out, 1 << 20)
+    return target
+
+
+def report(
+    name: str,
+    result: tuple[float, int, int],
+    base: tuple[float, int, int],
+    target: str = "",
+    reference: tuple[float, int, int] | None = None,
+) -> None:
+    """One line: wall, peak memory, ratios to pickle.load (and wall ratio to the gc-off load)."""
+    wall, rss, status = result
+    if status != 0:
+        print(f"{name:28s} failed (exit {status})")
+        return
+    ratio = f"wall x{wall / base[0]:.2f}  memory x{rss / base[1]:.2f}"
+    if reference is not None:
+        ratio += f"  (gc-off load x{wall / reference[0]:.2f})"
+    print(f"{name:28s} {wall:7.2f} s  {rss / 1e9:6.2f} GB   {ratio}  {target}")
+
+
+def run_cli_ingest(snapshot: Path, folder: Path, repeat: int) -> tuple[float, int, int] | None:
+    """`oomlab ingest FILE --db TMP --quiet`, or None (with a message) where the CLI cannot ingest it yet."""
+    exe = shutil.which("oomlab") or str(Path(sys.executable).parent / "oomlab")
+    db = folder / "bench.duckdb"
+    probe = subprocess.run(
+        [exe, "ingest", str(snapshot), "--db", str(db), "--quiet"], capture_output=True, text=True
+    )
+    if probe.returncode != 0:
+        message = (probe.stderr or probe.stdout).strip().splitlines()
+        print(f"{'oomlab ingest':28s} skipped: {message[-1] if message else 'exit ' + str(probe.returncode)}")
+        return None
+    results = []
+    for _ in range(repeat):
+        db.unlink(missing_ok=True)
+        results.append(measure([exe, "ingest", str(snapshot), "--db", str(db), "--quiet"]))
+    return (statistics.median(r[0] for r in results), int(statistics.median(r[1] for r in results)), 0)
+
+
+def torch_memory_viz(snapshot: Path, repeat: int) -> None:
+    """`python -m torch.cuda._memory_viz stats FILE` where torch is installed."""
+    if subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode != 0:
+        print(f"{'torch _memory_viz stats':28s} skipped: torch is not installed")
+        return
+    wall, rss, status = median_of(
+        [sys.executable, "-m", "torch.cuda._memory_viz", "stats", str(snapshot)], repeat
+    )
+    print(f"{'torch _memory_viz stats':28s} {wall:7.2f} s  {rss / 1e9:6.2f} GB   (exit {status})")
+
+
+def scaled(snapshot: Path, folder: Path, gigabytes: float) -> None:
+    """Derive a ~N GB snapshot from the real one and report the peak memory of reading it."""
+    derived = folder / "scaled.pickle"
+    made = subprocess.run(
+        [sys.executable, "-c", SCALE_CHILD, str(snapshot), str(derived), str(gigabytes)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    size = derived.stat().st_size
+    print(f"\nscaled snapshot: {size / 1e9:.2f} GB ({made.stdout.strip()} copies of the trace)")
+    base = measure([sys.executable, "-c", CHILDREN["pickle.load"], str(derived)])
+    report("pickle.load", base, base)
+    report(
+        "read_snapshot",
+        measure([sys.executable, "-c", CHILDREN["read_snapshot"], str(derived)]),
+        base,
+        "(target: peak < 8 GB)",
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("snapshot", nargs="?", default=DEFAULT_SNAPSHOT)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median reported)")
+    parser.add_argument("--scale-gb", type=float, help="also read a derived snapshot of about this size")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="oomlab-bench-") as tmp:
+        folder = Path(tmp)
+        snapshot = decompressed_copy(args.snapshot, folder)
+        print(
+            f"{args.snapshot}: {snapshot.stat().st_size / 1e6:.0f} MB uncompressed, "
+            f"median of {args.repeat} run(s), python {sys.version.split()[0]}, {os.cpu_count()} CPUs\n"
+        )
+        runs = {
+            name: median_of([sys.executable, "-c", code, str(snapshot)], args.repeat)
+            for name, code in CHILDREN.items()
+        }
+        base = runs["pickle.load"]
+        report("pickle.load", base, base, "(baseline)")
+        report("pickle.load (gc off)", runs["pickle.load (gc off)"], base, "(reference)")
+        reference = runs["pickle.load (gc off)"]
+        report("read_snapshot", runs["read_snapshot"], base, "(target: wall <= 1.4, memory <= 2)", reference)
+        cli = run_cli_ingest(snapshot, folder, args.repeat)
+        if cli is not None:
+            report("oomlab ingest", cli, base, "(target: wall <= 2.0, memory <= 2)", reference)
+        report("inspect_snapshot", runs["inspect_snapshot"], base, "(target: wall <= 1.5)", reference)
+        torch_memory_viz(snapshot, args.repeat)
+        if args.scale_gb:
+            scaled(snapshot, folder, args.scale_gb)
+
+
+if __name__ == "__main__":
+    main()

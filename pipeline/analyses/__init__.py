@@ -1,0 +1,1 @@
+"""Analyses: library functions over the database views that return DataFrames or frozen dataclasses."""

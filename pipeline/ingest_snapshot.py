@@ -1,0 +1,23 @@
+"""Snapshots: read safely, load the snapshot tables, and one oom_events row per `oom` trace entry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from . import load
+from .config import IngestOptions
+from .load_snapshot import SnapshotLabels, insert_snapshot
+from .parse.snapshot import read_snapshot
+
+
+def ingest_snapshot(con: duckdb.DuckDBPyConnection, path: Path, source_id: int,
+                    options: IngestOptions) -> tuple[int, int]:
+    """Load one snapshot file; returns (rows, rejects) where rows counts blocks plus trace events."""
+    data = read_snapshot(path)
+    snapshot_id = int(load.scalar(con, "SELECT nextval('snapshot_ids')"))  # type: ignore[arg-type]
+    labels = SnapshotLabels(options.instance_for(path), options.model_version, options.tags)
+    insert_snapshot(con, data, snapshot_id, source_id, labels)
+    load.run_file(con, "insert_snapshot_ooms", {"source_id": source_id, "snapshot_id": snapshot_id})
+    return data.blocks.num_rows + data.trace_events.num_rows, 0

@@ -1,0 +1,100 @@
+"""Terminal rendering of `oomlab snapshot inspect` and `diff` results (the dicts the library returns)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def human_bytes(value: float | None) -> str:
+    """Bytes in binary units with two decimals, as PyTorch prints them."""
+    if value is None:
+        return "-"
+    size, unit = float(value), 0
+    while abs(size) >= 1024 and unit < len(_UNITS) - 1:
+        size, unit = size / 1024, unit + 1
+    return f"{size:.2f} {_UNITS[unit]}" if unit else f"{int(size)} B"
+
+
+def _state_table(report: dict[str, Any]) -> Table:
+    table = Table("state", "value", title=f"snapshot {report['path']}", title_justify="left")
+    rows = [
+        ("allocated", human_bytes(report["allocated_bytes"])),
+        ("reserved", human_bytes(report["reserved_bytes"])),
+        ("reserved but unallocated", human_bytes(report["reserved_unallocated_bytes"])),
+        ("largest free block", human_bytes(report["largest_free_block_bytes"])),
+        ("external fragmentation", f"{report['fragmentation']:.1%}" if report["fragmentation"] is not None else "-"),
+        ("internal waste", human_bytes(report.get("internal_waste_bytes"))),
+        ("segments", f"{report['segments']:,}" + (" (expandable)" if report["expandable_segments"] else "")),
+        ("blocks / trace events", f"{report['blocks']:,} / {report['trace_events']:,}"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    return table
+
+
+def _pools_table(report: dict[str, Any]) -> Table:
+    table = Table("pool", "segments", "reserved", "allocated", "unallocated", "largest free", title="pools",
+                  title_justify="left")
+    for pool in report.get("pools", []):
+        table.add_row(pool["pool"], str(pool["segments"]), human_bytes(pool["reserved_bytes"]),
+                      human_bytes(pool["allocated_bytes"]), human_bytes(pool["reserved_unallocated_bytes"]),
+                      human_bytes(pool["largest_free_block_bytes"]))
+    return table
+
+
+def _sites_table(title: str, rows: list[dict[str, Any]], columns: list[tuple[str, str, bool]]) -> Table:
+    table = Table(*(c[0] for c in columns), title=title, title_justify="left")
+    table.columns[0].overflow = "fold"  # a site is only useful whole
+    for row in rows:
+        table.add_row(*(human_bytes(row[key]) if is_bytes else str(row[key]) for _, key, is_bytes in columns))
+    return table
+
+
+def _ooms_table(report: dict[str, Any]) -> Table:
+    table = Table("requested", "device free", "unallocated", "largest free", "cause", title="OOM moments",
+                  title_justify="left")
+    for oom in report.get("oom_events", []):
+        table.add_row(human_bytes(oom["requested_bytes"]), human_bytes(oom["device_free_bytes"]),
+                      human_bytes(oom["reserved_unallocated_bytes"]), human_bytes(oom["largest_free_block_bytes"]),
+                      oom["cause"])
+    return table
+
+
+def print_inspect(report: dict[str, Any]) -> None:
+    """State, pools, top sites, leak suspects, OOM moments and the fit verdict, as tables."""
+    console = Console(soft_wrap=True)
+    console.print(_state_table(report))
+    console.print(_pools_table(report))
+    console.print(_sites_table("top allocation sites (live)", report["top_sites"],
+                               [("site", "site", False), ("bytes", "bytes", True), ("blocks", "blocks", False)]))
+    if report["leak_suspects"]:
+        console.print(_sites_table("leak suspects", report["leak_suspects"],
+                                   [("site", "site", False), ("growth", "growth_bytes", True),
+                                    ("live", "live_bytes", True)]))
+    else:
+        console.print("leak suspects: none (no site's live bytes grew across the trace)")
+    if report["oom_events"]:
+        console.print(_ooms_table(report))
+    fit = report.get("fit")
+    if fit:
+        verdict = "fits" if fit["fits"] else f"does not fit ({fit['cause']})"
+        console.print(f"a request of {human_bytes(fit['requested_bytes'])} {verdict}: {fit['reason']}", markup=False)
+
+
+def print_diff(diff: dict[str, Any]) -> None:
+    """Totals before and after, then the sites that changed most."""
+    console = Console(soft_wrap=True)
+    before, after = diff["before"], diff["after"]
+    console.print(f"allocated {human_bytes(before['allocated_bytes'])} -> {human_bytes(after['allocated_bytes'])} "
+                  f"({human_bytes(diff['delta_allocated_bytes'])}), reserved {human_bytes(before['reserved_bytes'])}"
+                  f" -> {human_bytes(after['reserved_bytes'])}, segments {before['segments']} -> {after['segments']}"
+                  f" ({len(diff['segments_added'])} added, {len(diff['segments_removed'])} removed)", markup=False)
+    console.print(_sites_table("sites by change", diff["sites"],
+                               [("site", "site", False), ("before", "before_bytes", True),
+                                ("after", "after_bytes", True), ("change", "delta_bytes", True),
+                                ("blocks change", "delta_blocks", False)]))

@@ -1,0 +1,1 @@
+"""A seeded generator of a realistic GPU inference fleet with planted, documented OOM causes."""

@@ -1,0 +1,52 @@
+"""docs/schema.md is the schema's contract: every table and column of a live database is documented."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+
+from oomlab.load import connect
+
+DOC = Path(__file__).parent.parent / "docs" / "schema.md"
+
+
+def documented() -> dict[str, dict[str, str]]:
+    """Tables of the document: `## name` headings followed by `| column | type | meaning |` rows."""
+    tables: dict[str, dict[str, str]] = {}
+    current = None
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):  # a table's section, or prose (views, JSON) that ends the last table
+            heading = re.match(r"^## (\w+)$", line)
+            current = tables.setdefault(heading.group(1), {}) if heading else None
+            continue
+        row = re.match(r"^\| (\w+) \| ([^|]+?) \| [^|]+ \|$", line)
+        if current is not None and row and row.group(1) != "column":
+            current[row.group(1)] = row.group(2)
+    return tables
+
+
+def live(db: Path) -> dict[str, dict[str, str]]:
+    con = connect(db)
+    try:
+        rows = con.execute(
+            "SELECT c.table_name, c.column_name, c.data_type FROM information_schema.columns c "
+            "JOIN information_schema.tables t USING (table_schema, table_name) "
+            "WHERE t.table_type = 'BASE TABLE' AND c.table_schema = 'main' ORDER BY c.ordinal_position"
+        ).fetchall()
+    finally:
+        con.close()
+    tables: dict[str, dict[str, str]] = {}
+    for table, column, kind in rows:
+        tables.setdefault(table, {})[column] = kind
+    return tables
+
+
+def test_every_table_and_column_is_documented_with_its_type(db):
+    doc, db_tables = documented(), live(db)
+    assert sorted(doc) == sorted(db_tables)
+    for table, columns in db_tables.items():
+        assert list(doc[table]) == list(columns), table
+        for column, kind in columns.items():
+            assert duckdb.sqltype(doc[table][column]) == duckdb.sqltype(kind), f"{table}.{column}"

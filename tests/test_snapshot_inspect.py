@@ -1,0 +1,128 @@
+"""The no-DB `inspect` / `diff` dicts (a stable JSON contract) and the load into DuckDB with labels."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+from oomlab.analyses.snapshot_inspect import diff_snapshots, inspect_database, inspect_snapshot
+from oomlab.load_snapshot import SnapshotLabels, insert_snapshot
+from oomlab.sql import apply_schema
+from snapshot_cases import GIB, read_case, snapshot_path
+
+DOCUMENTED_KEYS = {
+    "path",
+    "format",
+    "legacy_shapes",
+    "allocated_bytes",
+    "active_bytes",
+    "reserved_bytes",
+    "reserved_unallocated_bytes",
+    "requested_bytes",
+    "largest_free_block_bytes",
+    "free_bytes",
+    "fragmentation",
+    "internal_waste_bytes",
+    "expandable_segments",
+    "first_time_us",
+    "last_time_us",
+    "segments",
+    "blocks",
+    "trace_events",
+    "allocator_settings",
+    "pools",
+    "top_sites",
+    "leak_suspects",
+    "oom_events",
+    "timeline",
+}
+OOM_KEYS = {
+    "time_us",
+    "requested_bytes",
+    "device_free_bytes",
+    "reserved_unallocated_bytes",
+    "largest_free_block_bytes",
+    "cause",
+    "explanation",
+    "allocated_bytes",
+    "reserved_bytes",
+    "seq",
+    "device",
+}
+
+
+def test_inspect_returns_the_documented_json() -> None:
+    result = inspect_snapshot(
+        snapshot_path("fragmentation_expandable", "snapshot_fragmented_oom"), requested_bytes=GIB
+    )
+    assert set(result) == DOCUMENTED_KEYS | {"fit"}
+    assert json.loads(json.dumps(result)) == result
+    assert result["expandable_segments"] is True
+    assert result["reserved_unallocated_bytes"] == 3670016000 - 1826619392
+    assert result["segments"] == 1 and result["trace_events"] == 1336
+    assert result["allocator_settings"]["expandable_segments"] is True
+    (oom,) = result["oom_events"]
+    assert set(oom) == OOM_KEYS and oom["cause"] == "fragmentation"
+    assert result["fit"]["fits"] is False and result["fit"]["cause"] == "fragmentation"
+    assert set(result["top_sites"][0]) == {"site", "bytes", "blocks", "requested_bytes", "share_of_allocated"}
+
+
+def test_inspect_serve_leak_names_the_suspect() -> None:
+    result = inspect_snapshot(snapshot_path("serve_leak"), top=3)
+    assert len(result["top_sites"]) == 3
+    assert result["leak_suspects"][0]["site"].startswith("transformers/cache_utils.py:update:14")
+    assert {"site", "growth_bytes", "live_bytes"} <= set(result["leak_suspects"][0])
+    assert [o["cause"] for o in result["oom_events"]] == ["per_process_cap", "per_process_cap"]
+    assert result["timeline"]["event_count"] == 60000
+    assert "fit" not in result
+
+
+def test_diff_serve_leak_first_oom_to_end() -> None:
+    diff = diff_snapshots(snapshot_path("serve_leak", "snapshot_first_oom"), snapshot_path("serve_leak"))
+    assert diff["delta_allocated_bytes"] == 4930370560 - 4733015040
+    top = {row["site"]: row for row in diff["sites"][:2]}
+    assert set(top) == {"transformers/cache_utils.py:update:146", "transformers/cache_utils.py:update:147"}
+    assert all(row["delta_blocks"] == 40 and row["delta_bytes"] > 0 for row in top.values())
+    assert len(diff["segments_added"]) == len(diff["segments_removed"]) == 1
+    assert json.loads(json.dumps(diff)) == diff
+
+
+def test_insert_two_snapshots_with_labels_into_one_database() -> None:
+    con = duckdb.connect(":memory:")
+    apply_schema(con)
+    labels = SnapshotLabels(instance="gpu-node-3", model_version="llama-v2", tags={"run": "nightly"})
+    insert_snapshot(con, read_case("serve_leak"), 7, source_id=70, labels=labels)
+    insert_snapshot(con, read_case("cache_bloat"), 8, source_id=80)
+    row = con.execute(
+        "SELECT source_id, instance, model_version, tags->>'run', device, expandable_segments, "
+        "oom_count FROM snapshots WHERE snapshot_id = 7"
+    ).fetchall()
+    assert row == [(70, "gpu-node-3", "llama-v2", "nightly", 0, False, 2)]
+    counts = con.execute("SELECT snapshot_id, count(*) FROM trace_events GROUP BY ALL ORDER BY 1").fetchall()
+    assert counts == [(7, 60000), (8, 4231)]
+    assert inspect_database(con, 8)["allocated_bytes"] == 2 * GIB
+    assert inspect_database(con, 7)["allocated_bytes"] == 4930370560
+    for table in ("segments", "blocks", "stacks", "frames", "snapshot_ooms"):
+        ids = {r[0] for r in con.execute(f"SELECT DISTINCT snapshot_id FROM {table}").fetchall()}
+        assert ids <= {7, 8} and 7 in ids, table
+
+
+def test_inspect_a_snapshot_without_trace(tmp_path: Path) -> None:
+    """Derived from the real serve_leak capture: the bare segment list (PyTorch 1.13 shape), re-pickled."""
+    import pickle
+
+    from snapshot_cases import raw_case
+
+    path = tmp_path / "bare.pickle"
+    path.write_bytes(pickle.dumps(raw_case("serve_leak")["segments"], protocol=2))
+    result = inspect_snapshot(path)
+    assert result["legacy_shapes"] == ["bare_segment_list"]
+    assert (result["trace_events"], result["timeline"], result["leak_suspects"], result["oom_events"]) == (
+        0,
+        None,
+        [],
+        [],
+    )
+    assert result["allocated_bytes"] == 4930370560
+    assert result["top_sites"][0]["site"].startswith("transformers/cache_utils.py:update:14")
