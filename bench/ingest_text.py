@@ -171,6 +171,14 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def python_speed() -> float:
+    """Milliseconds for a million-step pure-Python loop: how fast this shared machine runs Python now."""
+    start, total = time.perf_counter(), 0
+    for i in range(1_000_000):
+        total += i
+    return (time.perf_counter() - start) * 1000
+
+
 def bench(workdir: Path, size_mb: int, seed: int) -> int:
     """The benchmark proper, inside `workdir`."""
     log = workdir / "service.log"
@@ -195,6 +203,7 @@ def bench(workdir: Path, size_mb: int, seed: int) -> int:
     print(f"oomlab [{label}]: {oomlab.seconds:.3f} s, OOMs found {loaded if loaded is not None else 'n/a'}")
     print(f"ratio = oomlab / grep = {ratio:.2f} (target <= {TARGET_RATIO:g})")
     print(f"peak RSS of the oomlab side: {oomlab.peak_rss_mib:.0f} MiB")
+    print(f"(a million-step Python loop took {python_speed():.0f} ms: higher means slower Python now)")
     ok = ratio <= TARGET_RATIO and found == planted and loaded in (None, planted)
     return 0 if ok else 1
 

@@ -19,6 +19,7 @@ from .errors import EmptyInputError, OomlabError
 from .parse import detect
 from .parse.facts import FileFacts, facts_in_background, sha256_of
 from .ingest_structured import FastPathRefused, ingest_structured
+from .ingest_calendar import ingest_calendar, refresh_rule_occurrences
 from .ingest_snapshot import ingest_snapshot
 from .ingest_text import ingest_text_log
 
@@ -95,6 +96,8 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: list[str], options: Inge
         with _polling(con, progress):
             report.results.append(ingest_file(con, path, options))
         progress.finish()
+    if any(r.status == INGESTED for r in report.results):
+        refresh_rule_occurrences(con)  # new data or new rules: runs of recurring jobs cover it all
     return report
 
 
@@ -148,7 +151,8 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str, options: IngestOption
 def _ingest_new(con: duckdb.DuckDBPyConnection, path: str, abspath: str, size: int,
                 options: IngestOptions) -> SourceResult:
     kind = detect.detect_kind(path, options.fields)
-    facts = facts_in_background(path)  # hashing and line counting run beside DuckDB's reading
+    # Hashing (and, for request logs, line counting) runs beside the reading.
+    facts = facts_in_background(path, count_lines=kind in detect.LINE_ORIENTED)
     try:
         return _ingest_in_transaction(con, path, abspath, size, kind, options, facts, robust=False)
     except FastPathRefused:
@@ -184,6 +188,8 @@ def _load_content(con: duckdb.DuckDBPyConnection, path: Path, kind: str, source_
         return ingest_text_log(con, path, source_id, options)
     if kind == detect.SNAPSHOT:
         return ingest_snapshot(con, path, source_id, options)
+    if kind == detect.CALENDAR:
+        return ingest_calendar(con, path, source_id, options)
     return ingest_structured(con, path, kind, source_id, options, facts, robust)
 
 

@@ -10,6 +10,7 @@ from . import load
 from .config import IngestOptions
 from .load_snapshot import SnapshotLabels, insert_snapshot
 from .parse.snapshot import read_snapshot
+from .sql import run_file
 
 
 def ingest_snapshot(con: duckdb.DuckDBPyConnection, path: Path, source_id: int,
@@ -19,5 +20,5 @@ def ingest_snapshot(con: duckdb.DuckDBPyConnection, path: Path, source_id: int,
     snapshot_id = int(load.scalar(con, "SELECT nextval('snapshot_ids')"))  # type: ignore[arg-type]
     labels = SnapshotLabels(options.instance_for(path), options.model_version, options.tags)
     insert_snapshot(con, data, snapshot_id, source_id, labels)
-    load.run_file(con, "insert_snapshot_ooms", {"source_id": source_id, "snapshot_id": snapshot_id})
+    run_file(con, "insert_snapshot_ooms", {"source_id": source_id, "snapshot_id": snapshot_id})
     return data.blocks.num_rows + data.trace_events.num_rows, 0

@@ -16,7 +16,7 @@ from .parse import detect, structured
 from .parse.facts import FileFacts
 from .parse.oom_message import parse_oom_message
 from .records import OomMessage
-from .sql import sql_text
+from .sql import run_file, sql_text
 
 
 class FastPathRefused(Exception):
@@ -77,7 +77,7 @@ def _load_fast(con: duckdb.DuckDBPyConnection, stage: structured.Stage, labels: 
     if "ts" not in staged.mapping:
         raise FastPathRefused  # the reader saw no timestamp column (e.g. lines that are not all objects)
     rows = _insert(con, "insert_requests", staged, labels)
-    file_facts = facts.result() if kind != detect.PARQUET else None  # counted while DuckDB read
+    file_facts = facts.result() if kind in detect.LINE_ORIENTED else None  # counted while DuckDB read
     if file_facts is not None and file_facts.has_blank_lines:
         raise FastPathRefused  # the reader skips blank lines: its row numbers would not be line numbers
     expected = _expected_records(con, stage, kind, file_facts)
@@ -91,7 +91,9 @@ def _load_fast(con: duckdb.DuckDBPyConnection, stage: structured.Stage, labels: 
 
 def _expected_records(con: duckdb.DuckDBPyConnection, stage: structured.Stage, kind: str,
                       facts: FileFacts | None) -> int:
-    if facts is None:  # Parquet: the row count is in its metadata
+    """Records the file holds: its lines (less a CSV header), or where lines were not counted (Parquet,
+    a JSON array rewritten as lines) the reader's own count."""
+    if facts is None or facts.lines < 0:
         return int(load.scalar(con, f"SELECT count(*) FROM {stage.relation}", stage.params))  # type: ignore
     return facts.lines - (1 if kind == detect.CSV else 0)
 
@@ -129,6 +131,6 @@ def _insert_structured_ooms(con: duckdb.DuckDBPyConnection, labels: dict[str, ob
     parsed = {e: _parse_cached(e) for e in errors}
     load.register_parsed_messages(con, {e: p for e, p in parsed.items() if p is not None})
     try:
-        load.run_file(con, "insert_structured_ooms", labels)
+        run_file(con, "insert_structured_ooms", labels)
     finally:
         con.unregister("parsed_messages")

@@ -16,7 +16,6 @@ from .load_snapshot import delete_source_snapshots
 from .records import OomMessage, Reject
 from .sql import apply_schema, bind, run_file, sql_text
 
-__all__ = ["run_file"]  # re-exported: loaders run SQL files through this module
 
 
 def connect(db_path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:

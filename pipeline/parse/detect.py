@@ -9,11 +9,15 @@ from pathlib import Path
 
 from ..errors import EmptyInputError, InputError
 from ..fields import FIELDS, Field, looks_like_request_log
+from .calendar import is_calendar
 from .compression import read_head
 from .snapshot import sniff_snapshot
 
 # Kinds a source can have; `sources.kind` stores these names.
 JSONL, JSON_ARRAY, CSV, PARQUET, SNAPSHOT, TEXT = "jsonl", "json", "csv", "parquet", "snapshot", "text"
+CALENDAR = "calendar"
+# Kinds whose fast reader's row numbers are checked against the file's line count.
+LINE_ORIENTED = frozenset({JSONL, CSV})
 
 def detect_kind(path: str | Path, fields: tuple[Field, ...] = FIELDS) -> str:
     """The kind of input at `path`; raises InputError for empty, binary or unreadable files."""
@@ -73,6 +77,8 @@ def _json_array_kind(text: str, fields: tuple[Field, ...]) -> str | None:
         first, _ = decoder.raw_decode(body)
     except ValueError:
         return None
+    if isinstance(first, dict) and is_calendar(list(first)):
+        return CALENDAR
     if isinstance(first, dict) and looks_like_request_log(list(first), fields):
         return JSON_ARRAY
     return None
@@ -92,4 +98,6 @@ def _csv_kind(text: str, fields: tuple[Field, ...]) -> str | None:
     if delimiter is None:
         return None
     columns = next(csv.reader(io.StringIO(header), delimiter=delimiter))
+    if is_calendar(columns):
+        return CALENDAR
     return CSV if looks_like_request_log(columns, fields) else None

@@ -54,9 +54,12 @@ class _LineCounter:
             self.lines += 1  # a last line without its newline
 
 
-def file_facts(path: str | Path) -> FileFacts:
-    """Hash and line facts in one read (two when the file is compressed)."""
+def file_facts(path: str | Path, count_lines: bool = True) -> FileFacts:
+    """Hash and line facts in one read (two when the file is compressed); lines are counted only when
+    asked, since counting holds the GIL that a text scan beside it needs."""
     counter = _LineCounter()
+    if not count_lines:
+        return FileFacts(sha256_of(path), -1, False)
     if compression_of(path) is None:
         digest = hashlib.sha256()
         with open(path, "rb") as handle:
@@ -73,13 +76,13 @@ def file_facts(path: str | Path) -> FileFacts:
     return FileFacts(sha, counter.lines, counter.blank)
 
 
-def facts_in_background(path: str | Path) -> Future[FileFacts]:
+def facts_in_background(path: str | Path, count_lines: bool = True) -> Future[FileFacts]:
     """file_facts in a thread; errors surface when the result is asked for."""
     future: Future[FileFacts] = Future()
 
     def run() -> None:
         try:
-            future.set_result(file_facts(path))
+            future.set_result(file_facts(path, count_lines))
         except Exception as exc:  # noqa: BLE001 - handed to the caller through the future
             future.set_exception(exc)
 

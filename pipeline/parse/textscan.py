@@ -161,8 +161,11 @@ class _Region:
         array = pa.Array.from_buffers(kind, len(starts), [None, pa.py_buffer(views), self.buffer])
         series = pl.from_arrow(array)
         assert isinstance(series, pl.Series)
-        found = series.cast(pl.String).str.find(self.pattern).cast(pl.Int64).fill_null(-1).to_numpy()
-        return np.asarray(found, np.int64)
+        # One select, so one release of the GIL for the cast, the search and the rest.
+        found = series.to_frame("part").select(
+            pl.col("part").cast(pl.String).str.find(self.pattern).cast(pl.Int64).fill_null(-1)
+        )
+        return np.asarray(found.to_series().to_numpy(), np.int64)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ re-derives them from `tests/data/h200/serve_mixed/` so the two cannot drift apar
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -67,8 +68,9 @@ class MemoryModel:
     non_pytorch: int  # CUDA context and libraries, outside PyTorch's counters
     efficiency: float  # the share of the free budget a peak can reach before the allocator fails
 
-    def budget(self, device_total: int, other: int = 0) -> float:
-        """Bytes a request's peak (baseline included) may reach on a card with `other` bytes held by others."""
+    def budget(self, device_total: int, other: Any = 0) -> Any:
+        """Bytes a request's peak (baseline included) may reach on a card with `other` bytes (a number or a
+        numpy array) held by other processes."""
         return self.efficiency * (device_total - self.non_pytorch - other)
 
     def token_threshold(self, device_total: int, other: int = 0, baseline: int | None = None) -> int:

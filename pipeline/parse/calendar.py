@@ -1,0 +1,118 @@
+"""Calendars of scheduled jobs: explicit occurrences (`name,start,end,hosts`) or recurring jobs
+(`name,cron,duration_minutes,hosts`), as CSV or JSON, each row checked with its line number."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from cronsim import CronSim, CronSimError
+
+from ..errors import InputError
+from ..records import Reject
+from .compression import open_binary
+from .units import parse_timestamp
+
+OCCURRENCE_COLUMNS = frozenset({"name", "start", "end"})
+RECURRING_COLUMNS = frozenset({"name", "cron", "duration_minutes"})
+
+
+@dataclass(frozen=True, slots=True)
+class JobWindow:
+    """One run of a scheduled job; `hosts` None means every host."""
+
+    line: int
+    name: str
+    start: datetime
+    end: datetime
+    hosts: tuple[str, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class JobRule:
+    """A recurring job: a 5-field cron (UTC) and a duration."""
+
+    line: int
+    name: str
+    cron: str
+    duration_minutes: float
+    hosts: tuple[str, ...] | None
+
+
+def is_calendar(columns: list[str]) -> bool:
+    """True for the columns of either calendar shape."""
+    names = {c.strip().lower() for c in columns}
+    return OCCURRENCE_COLUMNS <= names or RECURRING_COLUMNS <= names
+
+
+def parse_hosts(value: object) -> tuple[str, ...] | None:
+    """`a;b`, `a,b`, `a|b`, `a b` or a JSON list; empty or `*` means every host (None)."""
+    if value is None:
+        return None
+    items = value if isinstance(value, list) else str(value).replace("|", ";").replace(",", ";").split(";")
+    if not isinstance(value, list) and len(items) == 1:
+        items = str(value).split()
+    hosts = tuple(h.strip() for h in map(str, items) if h.strip())
+    return None if not hosts or hosts == ("*",) else hosts
+
+
+def read_calendar(path: str | Path, tz: str | None = None) -> Iterator[JobWindow | JobRule | Reject]:
+    """Every row of a calendar file as a window, a rule or a reject naming its line."""
+    for line, row in _rows(path):
+        try:
+            yield _row_to_job(line, row, tz)
+        except (ValueError, KeyError, CronSimError) as exc:
+            yield Reject(line, str(exc).strip("'\""), json.dumps(row, default=str)[:2000])
+
+
+def _rows(path: str | Path) -> Iterator[tuple[int, dict[str, object]]]:
+    with open_binary(path) as handle:
+        text = handle.read().decode("utf-8", errors="replace")
+    if text.lstrip().startswith("["):
+        try:
+            items = json.loads(text)
+        except ValueError as exc:
+            raise InputError(str(path), f"invalid JSON calendar: {exc}") from exc
+        yield from ((i, item) for i, item in enumerate(items, start=1) if isinstance(item, dict))
+        return
+    reader = csv.DictReader(io.StringIO(text))
+    for row in reader:
+        yield reader.line_num, {k.strip().lower(): v for k, v in row.items() if k is not None}
+
+
+def _row_to_job(line: int, row: dict[str, object], tz: str | None) -> JobWindow | JobRule:
+    name = str(row.get("name") or "").strip()
+    if not name:
+        raise ValueError("missing job name")
+    hosts = parse_hosts(row.get("hosts"))
+    if row.get("cron"):
+        cron = str(row["cron"]).strip()
+        CronSim(cron, datetime(2000, 1, 1))  # validates the expression now, not when it is expanded
+        return JobRule(line, name, cron, _minutes(row.get("duration_minutes")), hosts)
+    start, end = parse_timestamp(row.get("start"), tz), parse_timestamp(row.get("end"), tz)
+    if start is None or end is None:
+        raise ValueError("an occurrence needs start and end")
+    if end < start:
+        raise ValueError(f"end {end} is before start {start}")
+    return JobWindow(line, name, start, end, hosts)
+
+
+def _minutes(value: object) -> float:
+    minutes = float(str(value))
+    if minutes <= 0:
+        raise ValueError(f"duration_minutes must be positive, not {value}")
+    return minutes
+
+
+def expand(rule: JobRule, since: datetime, until: datetime) -> Iterator[JobWindow]:
+    """The runs of a recurring job that overlap [since, until]."""
+    duration = timedelta(minutes=rule.duration_minutes)
+    for start in CronSim(rule.cron, since - duration):
+        if start > until:
+            return
+        yield JobWindow(rule.line, rule.name, start, start + duration, rule.hosts)

@@ -1,0 +1,59 @@
+"""Generate the sample fleet: request logs, text logs, nvidia-smi samples, a job calendar and truths.json.
+
+    python sample_logs/generate.py [--out DIR] [--scale S | --requests N] [--seed N] [--weeks W]
+
+The same arguments always give the same bytes. What is planted is described in sample_logs/FLEET.md and,
+with exact parameters and counts, in DIR/truths.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fleetgen.build import Options, build
+from fleetgen.plan import REQUESTS_PER_WEEK
+
+DEFAULT_OUT = Path(__file__).resolve().parent / "fleet"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (replaced)")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--scale", type=float, default=1.0,
+                      help=f"traffic multiplier; 1 = {REQUESTS_PER_WEEK:,} requests per week (default 1)")
+    size.add_argument("--requests", type=int, help="total requests instead of --scale (e.g. 10000000)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--weeks", type=int, default=3)
+    parser.add_argument("--smi-interval", type=int, help="seconds between nvidia-smi samples "
+                                                         "(default: 300, or 60 above 2M requests)")
+    parser.add_argument("--gzip-level", type=int, choices=range(1, 10), help="default: 9, or 1 above 2M requests")
+    parser.add_argument("--workers", type=int, default=2, help="instances generated at once")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Generate into --out, replacing what was there."""
+    args = parse_args(argv)
+    scale = args.requests / (REQUESTS_PER_WEEK * args.weeks) if args.requests else args.scale
+    if args.out.exists():
+        shutil.rmtree(args.out)
+    started = time.perf_counter()
+    truths = build(Options(args.out, args.seed, scale, args.weeks, args.smi_interval, args.gzip_level,
+                           args.workers))
+    counts = truths["counts"]
+    size = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
+    print(f"{counts['requests'] + counts['requests_in_text_logs']:,} requests, {counts['oom_events']:,} OOMs, "
+          f"{size / 1e6:.1f} MB in {args.out} ({time.perf_counter() - started:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
