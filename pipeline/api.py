@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
 
+from .analyses.findings import Finding
 from .config import IngestOptions
 from .errors import DatabaseError
 from .ingest import IngestReport, Progress, ingest_paths
@@ -40,6 +42,17 @@ def query(db_path: str | Path, sql: str, params: list[object] | None = None) -> 
         return QueryResult(columns, cursor.fetchall() if columns else [])
     except duckdb.Error as exc:
         raise DatabaseError(f"query failed: {str(exc).splitlines()[0]}") from exc
+    finally:
+        con.close()
+
+
+def findings(db_path: str | Path, since: datetime | None = None, until: datetime | None = None) -> list[Finding]:
+    """Every analysis's findings over [since, until], most important first."""
+    from .analyses.all_findings import collect_findings
+
+    con = connect(db_path, read_only=True)
+    try:
+        return collect_findings(con, since, until)
     finally:
         con.close()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
@@ -105,6 +106,23 @@ def sources(db_path: str, fmt: str) -> None:
     from .output import print_query_result
 
     print_query_result(api.sources(db_path), fmt)
+
+
+@cli.command()
+@DB_OPTION
+@click.option("--since", type=click.DateTime(), help="Only data from this time on (UTC).")
+@click.option("--until", type=click.DateTime(), help="Only data before this time (UTC).")
+@click.option("--json", "json_path", metavar="FILE", help="Also write the findings as JSON (`-` for stdout).")
+def findings(db_path: str, since: datetime | None, until: datetime | None, json_path: str | None) -> None:
+    """What causes the fleet's OOMs and what to change, most important first."""
+    from . import api
+    from .output_findings import print_findings, write_findings_json
+
+    found = api.findings(db_path, since, until)
+    if json_path:
+        write_findings_json(found, since, until, json_path)
+    if json_path != "-":
+        print_findings(found)
 
 
 def _size_option(value: str | None) -> int | None:

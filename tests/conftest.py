@@ -48,3 +48,25 @@ def sql(db: Path) -> Callable[..., list[tuple]]:
         finally:
             con.close()
     return run
+
+
+FLEET = Path(__file__).parent.parent / "sample_logs" / "fleet"
+
+
+@pytest.fixture(scope="session")
+def fleet_db(tmp_path_factory) -> Path:
+    """The bundled sample fleet plus the real H200 request logs, ingested once for the whole session."""
+    path = tmp_path_factory.mktemp("fleet") / "fleet.duckdb"
+    inputs = [FLEET, *sorted(H200.glob("*/requests.jsonl.gz"))]
+    result = CliRunner().invoke(cli, ["ingest", *map(str, inputs), "--db", str(path), "--quiet"])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+@pytest.fixture
+def fleet_con(fleet_db: Path):
+    """A read-only connection to the ingested sample fleet."""
+    con = duckdb.connect(str(fleet_db), read_only=True)
+    con.execute("SET TimeZone = 'UTC'")
+    yield con
+    con.close()

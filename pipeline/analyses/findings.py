@@ -1,0 +1,61 @@
+"""Findings: what every fleet analysis reports, in one typed shape, ranked for people to act on."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+# The kinds `oomlab findings` reports; a JSON consumer can switch on these names.
+KINDS: tuple[str, ...] = ("periodic_window", "scheduled_job", "leak", "prompt_threshold", "fragmentation",
+                          "external_pressure", "capacity", "forecast", "sizing")
+
+
+@dataclass(frozen=True)
+class Window:
+    """The time a finding is about; either end may be open."""
+
+    start: datetime | None = None
+    end: datetime | None = None
+    recurring: str | None = None  # e.g. "daily 01:00-02:30 UTC"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One conclusion with the numbers behind it.
+
+    `impact` orders findings: roughly the OOMs (or OOM-equivalents) it explains or will cause.
+    `confidence` is 0..1: how sure the analysis is that the pattern is real and the cause right.
+    """
+
+    kind: str
+    subject: str
+    evidence: str
+    advice: str
+    confidence: float
+    impact: float
+    window: Window | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown finding kind {self.kind!r}")
+        if not 0.0 <= self.confidence <= 1.0:
+            raise ValueError(f"confidence {self.confidence} is not within 0..1")
+
+    def to_json(self) -> dict[str, Any]:
+        """The documented JSON shape (docs/findings.md)."""
+        data = asdict(self)
+        window = data.pop("window")
+        data["window"] = None if window is None else {
+            "start": _iso(window["start"]), "end": _iso(window["end"]), "recurring": window["recurring"]}
+        return data
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def rank(findings: list[Finding]) -> list[Finding]:
+    """Most important first: impact weighted by confidence; ties broken by kind and subject (stable)."""
+    return sorted(findings, key=lambda f: (-f.impact * f.confidence, KINDS.index(f.kind), f.subject))
