@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fleetgen.build import Options, build
-from fleetgen.plan import REQUESTS_PER_WEEK
+from fleetgen.plan import DEFAULT_SCALE, REQUESTS_PER_WEEK
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "fleet"
 
@@ -27,14 +27,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (replaced)")
     size = parser.add_mutually_exclusive_group()
-    size.add_argument("--scale", type=float, default=1.0,
-                      help=f"traffic multiplier; 1 = {REQUESTS_PER_WEEK:,} requests per week (default 1)")
+    size.add_argument(
+        "--scale",
+        type=float,
+        default=DEFAULT_SCALE,
+        help=f"traffic multiplier; 1 = {REQUESTS_PER_WEEK:,} requests per week, 33 = 10M in 3 weeks "
+        f"(default {DEFAULT_SCALE}: the committed set)",
+    )
     size.add_argument("--requests", type=int, help="total requests instead of --scale (e.g. 10000000)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--weeks", type=int, default=3)
-    parser.add_argument("--smi-interval", type=int, help="seconds between nvidia-smi samples "
-                                                         "(default: 300, or 60 above 2M requests)")
-    parser.add_argument("--gzip-level", type=int, choices=range(1, 10), help="default: 9, or 1 above 2M requests")
+    parser.add_argument(
+        "--smi-interval",
+        type=int,
+        help="seconds between nvidia-smi samples (default: 300, or 60 above 2M requests)",
+    )
+    parser.add_argument(
+        "--gzip-level", type=int, choices=range(1, 10), help="default: 9, or 1 above 2M requests"
+    )
     parser.add_argument("--workers", type=int, default=2, help="instances generated at once")
     return parser.parse_args(argv)
 
@@ -46,12 +56,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.out.exists():
         shutil.rmtree(args.out)
     started = time.perf_counter()
-    truths = build(Options(args.out, args.seed, scale, args.weeks, args.smi_interval, args.gzip_level,
-                           args.workers))
+    truths = build(
+        Options(args.out, args.seed, scale, args.weeks, args.smi_interval, args.gzip_level, args.workers)
+    )
     counts = truths["counts"]
     size = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
-    print(f"{counts['requests'] + counts['requests_in_text_logs']:,} requests, {counts['oom_events']:,} OOMs, "
-          f"{size / 1e6:.1f} MB in {args.out} ({time.perf_counter() - started:.1f} s)")
+    print(
+        f"{counts['requests'] + counts['requests_in_text_logs']:,} requests, {counts['oom_events']:,} OOMs, "
+        f"{size / 1e6:.1f} MB in {args.out} ({time.perf_counter() - started:.1f} s)"
+    )
     return 0
 
 

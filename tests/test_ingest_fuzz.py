@@ -46,3 +46,15 @@ def test_good_lines_survive_any_neighbours(tmp_path_factory, noise):
     assert (1,) in loaded and (len(lines),) in loaded
     blank = sum(1 for n in lines if not n.strip(b" "))  # only spaces make a blank line
     assert len(loaded) + rejected + blank == len(lines)
+
+
+def test_a_nul_byte_in_a_header_like_line(tmp_path):
+    """Found by Hypothesis: csv.reader raises on NUL; detection must call it text, not crash."""
+    path = tmp_path / "odd.txt"
+    path.write_bytes(b"ts,batch_size\x00,input_sequence_length\nsome text\n")
+    con = connect(tmp_path / "db.duckdb")
+    try:
+        report = ingest_paths(con, [str(path)], IngestOptions())
+    finally:
+        con.close()
+    assert report.results[0].status in (INGESTED, FAILED)

@@ -97,7 +97,10 @@ def _csv_kind(text: str, fields: tuple[Field, ...]) -> str | None:
     delimiter = csv_delimiter(header)
     if delimiter is None:
         return None
-    columns = next(csv.reader(io.StringIO(header), delimiter=delimiter))
+    try:
+        columns = next(csv.reader(io.StringIO(header), delimiter=delimiter))
+    except (csv.Error, StopIteration):  # a NUL byte, an open quote: not a CSV header
+        return None
     if is_calendar(columns):
         return CALENDAR
     return CSV if looks_like_request_log(columns, fields) else None

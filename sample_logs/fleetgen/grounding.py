@@ -7,7 +7,9 @@ re-derives them from `tests/data/h200/serve_mixed/` so the two cannot drift apar
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+import numpy as np
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -18,9 +20,13 @@ BLOCK = 512  # every allocation is a multiple of 512 bytes
 # --- measured on the H200 (tests/data/h200/serve_mixed, PyTorch 2.11) -------------------------------
 H200_DEVICE_TOTAL = 150_109_880_320  # device_total of every request (139.80 GiB)
 H200_BASELINE_ALLOCATED = 379_620_352  # allocated_after of every request: weights + buffers, 0.354 GiB
-H200_BYTES_PER_TOKEN = 58_004  # least-squares slope of peak - allocated_before against b x (in + out), ok rows
+H200_BYTES_PER_TOKEN = (
+    58_004  # least-squares slope of peak - allocated_before against b x (in + out), ok rows
+)
 H200_OTHER_PROCESS = round(135.29 * GIB)  # "Process 1030 has 135.29 GiB memory in use"
-H200_NON_PYTORCH = round(0.72 * GIB)  # "this process has" minus (allocated + reserved-unallocated): 0.69-0.74 GiB
+H200_NON_PYTORCH = round(
+    0.72 * GIB
+)  # "this process has" minus (allocated + reserved-unallocated): 0.69-0.74 GiB
 H200_LARGEST_OK_TOKENS = 47_256  # b x (in + out) of the largest success (8 x (5891 + 16)); b x in = 47,128
 H200_SMALLEST_OOM_TOKENS = 54_016  # b x (in + out) of the smallest failure (8 x (6736 + 16)); b x in = 53,888
 H200_LARGEST_OK_PEAK_DELTA = 2_741_256_192  # its peak_allocated - allocated_before
@@ -39,11 +45,13 @@ class Architecture:
     @property
     def params(self) -> int:
         """Embedding + untied head + per layer attention (4 h^2) and gated MLP (3 h i)."""
-        return 2 * self.vocab * self.hidden + self.layers * (4 * self.hidden ** 2 + 3 * self.hidden * self.intermediate)
+        return 2 * self.vocab * self.hidden + self.layers * (
+            4 * self.hidden**2 + 3 * self.hidden * self.intermediate
+        )
 
     @property
     def kv_bytes_per_token(self) -> int:
-        """2 (K and V) x layers x hidden x 2 bytes (bf16), the domain formula with kv_heads x head_dim = hidden."""
+        """2 (K and V) x layers x hidden x 2 bytes (bf16); domain.md formula, kv_heads x head_dim = hidden."""
         return 2 * self.layers * self.hidden * 2
 
 
@@ -51,8 +59,11 @@ H200_MODEL = Architecture(layers=8, hidden=1024, intermediate=2816, vocab=32_000
 FLEET_MODEL = Architecture(layers=32, hidden=2048, intermediate=5632, vocab=32_000)  # the fleet's ~1.8B model
 
 
-def round_up(value: int, unit: int) -> int:
-    """`value` rounded up to a multiple of `unit`."""
+Size = TypeVar("Size", int, np.ndarray)
+
+
+def round_up(value: Size, unit: int) -> Size:
+    """`value` (a number or an integer array) rounded up to a multiple of `unit`."""
     return -(-value // unit) * unit
 
 
@@ -80,7 +91,7 @@ class MemoryModel:
 
 
 def h200_efficiency() -> tuple[float, float, float]:
-    """(low, high, midpoint): the peak / budget ratio of serve_mixed's largest success and smallest failure."""
+    """(low, high, midpoint): peak / budget of serve_mixed's largest success and of its smallest failure."""
     budget = H200_DEVICE_TOTAL - H200_OTHER_PROCESS - H200_NON_PYTORCH
     low = (H200_BASELINE_ALLOCATED + H200_LARGEST_OK_PEAK_DELTA) / budget
     high = (H200_BASELINE_ALLOCATED + H200_BYTES_PER_TOKEN * H200_SMALLEST_OOM_TOKENS) / budget

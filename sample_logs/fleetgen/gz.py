@@ -10,8 +10,10 @@ from pathlib import Path
 def write_gzip(path: Path, chunks: Iterable[bytes], level: int) -> int:
     """Write `chunks` gzip'd to `path` with no name and mtime 0 in the header (the same bytes every run)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=level,
-                                                mtime=0) as packed:
+    with (
+        open(path, "wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=level, mtime=0) as packed,
+    ):
         for chunk in chunks:
             packed.write(chunk)
     return path.stat().st_size

@@ -30,8 +30,9 @@ class Lifetimes:
     restarts: list[Restart] = field(default_factory=list)
 
 
-def plan_lifetimes(ts: np.ndarray, deploys: list[tuple[int, int]], leak: list[int], baseline: int,
-                   watchdog: int) -> Lifetimes:
+def plan_lifetimes(
+    ts: np.ndarray, deploys: list[tuple[int, int]], leak: list[int], baseline: int, watchdog: int
+) -> Lifetimes:
     """Lifetimes over sorted arrivals `ts`: `deploys` are (time, version index) (the first at the start),
     `leak[v]` the bytes version v keeps per request; a process is restarted once its allocated memory
     after a request reaches `watchdog` bytes."""
@@ -48,8 +49,9 @@ def plan_lifetimes(ts: np.ndarray, deploys: list[tuple[int, int]], leak: list[in
     return out
 
 
-def _serve(ts: np.ndarray, out: Lifetimes, begin: int, end: int, ver: int, leak: int, baseline: int,
-           watchdog: int) -> None:
+def _serve(
+    ts: np.ndarray, out: Lifetimes, begin: int, end: int, ver: int, leak: int, baseline: int, watchdog: int
+) -> None:
     """Lifetimes of one deployed version from `begin` to `end`, cut by watchdog restarts."""
     while begin < end:
         out.starts_ms.append(begin)

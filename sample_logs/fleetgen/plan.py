@@ -5,18 +5,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from .grounding import MIB
+from .grounding import GIB, MIB
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
 START = datetime(2026, 11, 2, tzinfo=UTC)  # a Monday
-REQUESTS_PER_WEEK = 60_000  # at --scale 1, all instances together
+REQUESTS_PER_WEEK = 100_000  # at --scale 1, all instances together: 3 weeks x 33 = 10M requests
+DEFAULT_SCALE = 0.6  # the committed set: 180,000 requests, under 8 MB
 DEPLOY_STEP_MS = 90 * 60_000  # a rolling deploy moves to the next instance every 90 minutes
 DEPLOY_DOWNTIME_MS = 120_000  # no requests while the new process loads
 WATCHDOG_FRACTION = 0.50  # restart when allocated after a request exceeds half the device
 WATCHDOG_DOWNTIME_MS = 90_000
-CACHE_NOTE = ("empty_cache() after each request is switched off on this host: reserved climbs while allocated "
-              "after requests stays flat at the baseline; not a leak, and it causes no OOM")
+CACHE_NOTE = (
+    "empty_cache() after each request is switched off on this host: reserved climbs while allocated "
+    "after requests stays flat at the baseline; not a leak, and it causes no OOM"
+)
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,7 @@ class Instance:
     weight: float  # share of traffic the load balancer sends it
     fragmentation: bool = False
     cache_growth: bool = False
+    prefix_cache: int = 0  # bytes of small KV blocks the service allocates at start (a flat pool, not a leak)
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,7 @@ INSTANCES: tuple[Instance, ...] = (
     Instance("a100-02", A100, "requests", 1.6),
     Instance("a100-03", A100, "requests", 1.6),
     Instance("a100-04", A100, "requests", 1.6, cache_growth=True),
-    Instance("a100-05", A100, "requests", 1.6, fragmentation=True),
+    Instance("a100-05", A100, "requests", 1.6, fragmentation=True, prefix_cache=4 * GIB),
     Instance("a100-06", A100, "text", 1.6),
 )
 # v1.5's rollout was paused after seven instances (on-call saw the watchdog restarts), before it reached
@@ -136,7 +140,9 @@ class FleetPlan:
             if version.rollout_day is None or inst.name not in version.rollout:
                 continue
             step = version.rollout.index(inst.name)
-            out.append((self.start_ms + int(version.rollout_day * DAY_MS) + step * DEPLOY_STEP_MS, version.name))
+            out.append(
+                (self.start_ms + int(version.rollout_day * DAY_MS) + step * DEPLOY_STEP_MS, version.name)
+            )
         return out
 
 
@@ -153,15 +159,23 @@ def make_plan(seed: int, scale: float, weeks: int) -> FleetPlan:
 
 def _backup() -> Job:
     """The planted cause: a nightly backup whose GPU process holds 10.10 GiB while it runs."""
-    return Job("nightly-backup", ("a10-01", "a10-02", "a10-06", "a100-01"), 90, cron="0 1 * * *",
-               gpu_mib=10_342, process_name="/opt/backup/bin/vecstore-backup")
+    return Job(
+        "nightly-backup",
+        ("a10-01", "a10-02", "a10-06", "a100-01"),
+        90,
+        cron="0 1 * * *",
+        gpu_mib=10_342,
+        process_name="/opt/backup/bin/vecstore-backup",
+    )
 
 
 def _decoys(weeks: int) -> tuple[Job, ...]:
     """Jobs that run but hold no GPU memory: they must not be reported."""
     everyone = tuple(i.name for i in INSTANCES)
-    sweeps = tuple((START + timedelta(days=5 + 7 * w, hours=13), START + timedelta(days=5 + 7 * w, hours=16))
-                   for w in range(weeks))  # Saturdays 13:00-16:00
+    sweeps = tuple(
+        (START + timedelta(days=5 + 7 * w, hours=13), START + timedelta(days=5 + 7 * w, hours=16))
+        for w in range(weeks)
+    )  # Saturdays 13:00-16:00
     scrub = START + timedelta(days=min(9, weeks * 7 - 1), hours=14)
     return (
         Job("log-rotate", everyone, 10, cron="0 0 * * *"),

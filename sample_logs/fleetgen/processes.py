@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,8 +19,9 @@ class Pids:
     backup: dict[int, int]  # backup window index -> pid, on hosts the backup runs on
 
 
-def assign_pids(seed: int, idx: int, life_starts: list[int], windows: list[tuple[int, int]],
-                backup_host: bool) -> Pids:
+def assign_pids(
+    seed: int, idx: int, life_starts: list[int], windows: list[tuple[int, int]], backup_host: bool
+) -> Pids:
     """Increasing pids in the order the processes started."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, idx, 7]))
     events = [(t, 0, i) for i, t in enumerate(life_starts)]
@@ -59,13 +59,16 @@ def oom_messages(sim: Simulated, model: MemoryModel, pids: Pids, windows: list[t
         if sim.other[row] > 0:
             other = (pids.backup[int(win[k])], int(sim.other[row]))
         reserved = int(sim.oom_reserved[k])
-        out.append(oom_message(
-            int(sim.oom_requested[k]), sim.inst.card.device_total, int(sim.oom_free[k]),
-            reserved + model.non_pytorch, int(sim.oom_allocated[k]), reserved - int(sim.oom_allocated[k]),
-            other, other_first=other is not None and other[0] < own))
+        out.append(
+            oom_message(
+                int(sim.oom_requested[k]),
+                sim.inst.card.device_total,
+                int(sim.oom_free[k]),
+                reserved + model.non_pytorch,
+                int(sim.oom_allocated[k]),
+                reserved - int(sim.oom_allocated[k]),
+                other,
+                other_first=other is not None and other[0] < own,
+            )
+        )
     return out
-
-
-def json_string(text: str) -> str:
-    """`text` as a JSON string literal."""
-    return json.dumps(text)

@@ -23,13 +23,18 @@ def cron_field(text: str, low: int, high: int) -> set[int]:
 
 def cron_starts(cron: str, start_ms: int, end_ms: int) -> list[int]:
     """Start times (ms) of a cron schedule within [start_ms, end_ms); day-of-week 0 = Sunday."""
-    minutes, hours, doms, months, dows = (cron_field(f, *r) for f, r in zip(cron.split(), _RANGES, strict=True))
+    minutes, hours, doms, months, dows = (
+        cron_field(f, *r) for f, r in zip(cron.split(), _RANGES, strict=True)
+    )
     day = datetime.fromtimestamp(start_ms // DAY_MS * DAY_MS / 1000, UTC)
     found = []
     while day.timestamp() * 1000 < end_ms:
         if day.day in doms and day.month in months and (day.weekday() + 1) % 7 in dows:
-            found += [int((day + timedelta(hours=h, minutes=m)).timestamp() * 1000)
-                      for h in sorted(hours) for m in sorted(minutes)]
+            found += [
+                int((day + timedelta(hours=h, minutes=m)).timestamp() * 1000)
+                for h in sorted(hours)
+                for m in sorted(minutes)
+            ]
         day += timedelta(days=1)
     return [t for t in found if start_ms <= t < end_ms]
 

@@ -1,4 +1,4 @@
-"""What one simulated instance contributes to truths.json: counts, restarts, and requests inside job windows."""
+"""What one simulated instance adds to truths.json: counts, restarts, and requests inside job windows."""
 
 from __future__ import annotations
 
@@ -31,16 +31,26 @@ def instance_summary(sim: Simulated, plan: FleetPlan, versions: list[str], size:
     by_cause = {name: int((sim.cause == code).sum()) for code, name in enumerate(CAUSES) if code}
     backup_in = window_counts(sim, plan.backup, plan) if plan.backup else {"requests": 0, "ooms": 0}
     return {
-        "name": sim.inst.name, "card": sim.inst.card.key, "log": sim.inst.log, "traffic_weight": sim.inst.weight,
-        "requests": len(sim.req.ts), "ooms": int((sim.cause > 0).sum()), "ooms_by_cause": by_cause,
-        "external_pressure_with_leak": int(sim.leak_too.sum()), "bytes_written": size,
+        "name": sim.inst.name,
+        "card": sim.inst.card.key,
+        "log": sim.inst.log,
+        "traffic_weight": sim.inst.weight,
+        "requests": len(sim.req.ts),
+        "ooms": int((sim.cause > 0).sum()),
+        "ooms_by_cause": by_cause,
+        "external_pressure_with_leak": int(sim.leak_too.sum()),
+        "bytes_written": size,
         "deploys": [{"ts": iso(t), "version": v} for t, v in plan.deploys(sim.inst)],
-        "restarts": [{"ts": iso(r.ts_ms), "reason": r.reason, "version": versions[r.version]}
-                     for r in sim.lifetimes.restarts],
+        "restarts": [
+            {"ts": iso(r.ts_ms), "reason": r.reason, "version": versions[r.version]}
+            for r in sim.lifetimes.restarts
+        ],
         "leak_bytes_per_hour": _leak_rate(sim, plan),
         "backup_window": backup_in,
-        "outside_backup": {"requests": len(sim.req.ts) - backup_in["requests"],
-                           "ooms": int((sim.cause > 0).sum()) - backup_in["ooms"]},
+        "outside_backup": {
+            "requests": len(sim.req.ts) - backup_in["requests"],
+            "ooms": int((sim.cause > 0).sum()) - backup_in["ooms"],
+        },
         "decoy_windows": {job.name: window_counts(sim, job, plan) for job in plan.decoys},
     }
 

@@ -10,8 +10,34 @@ from .plan import DAY_MS, FleetPlan, Instance
 
 # Relative load by UTC hour: the users are mostly in UTC+8, so the peak is 01:00-04:00 UTC (their
 # morning) and the trough 18:00-20:00 UTC (their night). The nightly backup lands on the peak.
-HOURLY = np.array([0.75, 0.95, 1.0, 1.0, 0.95, 0.85, 0.9, 0.95, 0.9, 0.75, 0.6, 0.5,
-                   0.5, 0.55, 0.6, 0.55, 0.45, 0.35, 0.28, 0.25, 0.27, 0.35, 0.48, 0.62])
+HOURLY = np.array(
+    [
+        0.75,
+        0.95,
+        1.0,
+        1.0,
+        0.95,
+        0.85,
+        0.9,
+        0.95,
+        0.9,
+        0.75,
+        0.6,
+        0.5,
+        0.5,
+        0.55,
+        0.6,
+        0.55,
+        0.45,
+        0.35,
+        0.28,
+        0.25,
+        0.27,
+        0.35,
+        0.48,
+        0.62,
+    ]
+)
 WEEKDAY = np.array([1.0, 1.02, 1.03, 1.0, 0.95, 0.7, 0.62])  # Monday first
 BATCHES = np.array([1, 2, 4, 8, 16])
 BATCH_P = np.array([0.38, 0.26, 0.18, 0.12, 0.06])

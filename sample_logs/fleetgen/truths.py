@@ -20,17 +20,32 @@ from .simulate import (
 from .summary import iso
 from .traffic import MAX_BATCHED_TOKENS
 
+CAUSE_RULES = {
+    "capacity": "fails with the healthy baseline and no backup running: b x (in + out) above the card's N",
+    "external_pressure": "fails only because the backup's process holds memory (with a healthy baseline)",
+    "leak": "fails only because the leaking version raised allocated_before above the healthy baseline",
+    "fragmentation": "a100-05 only: would fit, but no free block in its pinned segments is large enough",
+    "leak_too": "external_pressure that also needed the leaked baseline (none in the default fleet)",
+    "file": "oom_causes.csv.gz has one row per OOM: instance, ts, request_id, cause, leak_too, source",
+}
+
 
 def write_calendars(out: Path, plan: FleetPlan) -> None:
     """calendar_recurring.json (cron jobs) and calendar_occurrences.csv (one-off and explicit windows)."""
     jobs = [j for j in (plan.backup, *plan.decoys) if j is not None]
-    recurring = [{"name": j.name, "cron": j.cron, "duration_minutes": j.duration_min, "hosts": list(j.hosts)}
-                 for j in jobs if j.cron]
+    recurring = [
+        {"name": j.name, "cron": j.cron, "duration_minutes": j.duration_min, "hosts": list(j.hosts)}
+        for j in jobs
+        if j.cron
+    ]
     write_text(out / "calendar_recurring.json", json.dumps(recurring, indent=2) + "\n")
     rows = ["name,start,end,hosts"]
     for job in jobs:
-        rows += [f"{job.name},{iso(a)},{iso(b)},{';'.join(job.hosts)}"
-                 for a, b in job_windows(job, plan.start_ms, plan.end_ms) if not job.cron]
+        rows += [
+            f"{job.name},{iso(a)},{iso(b)},{';'.join(job.hosts)}"
+            for a, b in job_windows(job, plan.start_ms, plan.end_ms)
+            if not job.cron
+        ]
     write_text(out / "calendar_occurrences.csv", "\n".join(rows) + "\n")
 
 
@@ -72,13 +87,19 @@ def _backup(plan: FleetPlan, model: MemoryModel, summaries: list[dict[str, Any]]
     affected = _by_host(summaries, "external_pressure")
     a10 = next(i.card for i in plan.instances if i.card.key == "A10")
     return {
-        "job": job.name, "cron": job.cron, "window_utc": "01:00-02:30", "duration_minutes": job.duration_min,
-        "calendar_hosts": list(job.hosts), "affected_hosts": sorted(affected),
+        "job": job.name,
+        "cron": job.cron,
+        "window_utc": "01:00-02:30",
+        "duration_minutes": job.duration_min,
+        "calendar_hosts": list(job.hosts),
+        "affected_hosts": sorted(affected),
         "unaffected_hosts": sorted(set(job.hosts) - set(affected)),
-        "process_name": job.process_name, "gpu_memory_mib": job.gpu_mib,
+        "process_name": job.process_name,
+        "gpu_memory_mib": job.gpu_mib,
         "message_names_it_as": "Process <pid> has 10.10 GiB memory in use (a new pid every night)",
         "a10_token_threshold_while_running": model.token_threshold(a10.device_total, job.gpu_mib << 20),
-        "ooms": sum(affected.values()), "ooms_by_host": affected,
+        "ooms": sum(affected.values()),
+        "ooms_by_host": affected,
         "in_window": {s["name"]: s["backup_window"] for s in summaries if s["name"] in job.hosts},
         "outside_window": {s["name"]: s["outside_backup"] for s in summaries if s["name"] in job.hosts},
     }
@@ -92,41 +113,54 @@ def _leak(plan: FleetPlan, summaries: list[dict[str, Any]]) -> dict[str, Any]:
         return {s["name"]: d["ts"] for s in summaries for d in s["deploys"] if d["version"] == name}
 
     return {
-        "model_version": leaking.name, "deploys": deploys(leaking.name),
-        "fixed_by": fixed.name, "fix_deploys": deploys(fixed.name),
+        "model_version": leaking.name,
+        "deploys": deploys(leaking.name),
+        "fixed_by": fixed.name,
+        "fix_deploys": deploys(fixed.name),
         "rollout_paused_before": [i.name for i in plan.instances if i.name not in leaking.rollout],
         "bytes_per_request": leak_per_request(plan),
-        "bytes_per_hour": {s["name"]: s["leak_bytes_per_hour"] for s in summaries if s["leak_bytes_per_hour"]},
+        "bytes_per_hour": {
+            s["name"]: s["leak_bytes_per_hour"] for s in summaries if s["leak_bytes_per_hour"]
+        },
         "watchdog": f"restart when allocated_after >= {WATCHDOG_FRACTION:.0%} of device_total "
-                    f"(down {WATCHDOG_DOWNTIME_MS // 1000} s)",
-        "watchdog_restarts": {s["name"]: [r["ts"] for r in s["restarts"] if r["reason"] == "watchdog"]
-                              for s in summaries if any(r["reason"] == "watchdog" for r in s["restarts"])},
-        "ooms": sum(_by_host(summaries, "leak").values()), "ooms_by_host": _by_host(summaries, "leak"),
+        f"(down {WATCHDOG_DOWNTIME_MS // 1000} s)",
+        "watchdog_restarts": {
+            s["name"]: [r["ts"] for r in s["restarts"] if r["reason"] == "watchdog"]
+            for s in summaries
+            if any(r["reason"] == "watchdog" for r in s["restarts"])
+        },
+        "ooms": sum(_by_host(summaries, "leak").values()),
+        "ooms_by_host": _by_host(summaries, "leak"),
     }
 
 
 def _threshold(plan: FleetPlan, model: MemoryModel, summaries: list[dict[str, Any]]) -> dict[str, Any]:
     cards = {i.card.key: i.card for i in plan.instances}
     return {
-        "card": "A10", "device_total": cards["A10"].device_total,
+        "card": "A10",
+        "device_total": cards["A10"].device_total,
         "metric": "batch_size * (input_sequence_length + output_sequence_length)",
         "N": model.token_threshold(cards["A10"].device_total),
-        "sharpness": "bytes per token vary per request with sd 0.4%, so requests within ~1% of N go either way",
+        "sharpness": "bytes per token vary with sd 0.4 %: requests within ~1 % of N go either way",
         "applies_when": "healthy baseline (allocated_before == baseline_allocated) and no backup running",
         "A100_N": model.token_threshold(cards["A100"].device_total),
         "max_batched_tokens": MAX_BATCHED_TOKENS,
         "note": "A100_N is above the scheduler's cap, so A100s never hit it",
-        "ooms": sum(_by_host(summaries, "capacity").values()), "ooms_by_host": _by_host(summaries, "capacity"),
+        "ooms": sum(_by_host(summaries, "capacity").values()),
+        "ooms_by_host": _by_host(summaries, "capacity"),
     }
 
 
 def _fragmentation(plan: FleetPlan, model: MemoryModel, summaries: list[dict[str, Any]]) -> dict[str, Any]:
     inst = next(i for i in plan.instances if i.fragmentation)
     return {
-        "instance": inst.name, "warmup_hours": FRAG_WARMUP_MS // 3_600_000,
+        "instance": inst.name,
+        "warmup_hours": FRAG_WARMUP_MS // 3_600_000,
+        "prefix_cache_bytes": inst.prefix_cache,
+        "allocated_baseline": model.baseline_allocated + inst.prefix_cache,
         "reserved_when_fragmented": _frag_reserved(inst, model),
         "largest_free_block_median": FRAG_LARGEST_FREE_MEDIAN,
-        "signature": "reserved_memory - allocator_allocated >= 2 x requested_size, available_memory < requested",
+        "signature": "reserved_memory - allocator_allocated >= 2 x requested_size > available_memory",
         "ooms": sum(_by_host(summaries, "fragmentation").values()),
         "ooms_by_host": _by_host(summaries, "fragmentation"),
     }
@@ -136,32 +170,65 @@ def _decoys(plan: FleetPlan, summaries: list[dict[str, Any]]) -> list[dict[str, 
     out = []
     for job in plan.decoys:
         inside = [s["decoy_windows"][job.name] for s in summaries]
-        out.append({"name": job.name, "cron": job.cron, "duration_minutes": job.duration_min,
-                    "hosts": list(job.hosts), "gpu_memory_mib": 0,
-                    "requests_inside": sum(c["requests"] for c in inside),
-                    "ooms_inside": sum(c["ooms"] for c in inside)})
+        # what the window would hold at each host's OOM rate outside the backup's windows
+        expected = sum(
+            s["decoy_windows"][job.name]["requests"]
+            * s["outside_backup"]["ooms"]
+            / max(s["outside_backup"]["requests"], 1)
+            for s in summaries
+        )
+        out.append(
+            {
+                "name": job.name,
+                "cron": job.cron,
+                "duration_minutes": job.duration_min,
+                "hosts": list(job.hosts),
+                "gpu_memory_mib": 0,
+                "requests_inside": sum(c["requests"] for c in inside),
+                "ooms_inside": sum(c["ooms"] for c in inside),
+                "ooms_expected_from_traffic": round(expected, 1),
+            }
+        )
     return out
 
 
-def write_truths(out: Path, plan: FleetPlan, model: MemoryModel, summaries: list[dict[str, Any]], opts: Any,
-                 seconds: float) -> dict[str, Any]:
+def write_truths(
+    out: Path, plan: FleetPlan, model: MemoryModel, summaries: list[dict[str, Any]], opts: Any, seconds: float
+) -> dict[str, Any]:
     """Assemble and write truths.json."""
     growth = next(i for i in plan.instances if i.cache_growth)
     truths = {
-        "generator": {"seed": plan.seed, "scale": plan.scale, "weeks": plan.weeks,
-                      "smi_interval_s": opts.smi_interval_s, "start": iso(plan.start_ms), "end": iso(plan.end_ms),
-                      "deploy_downtime_s": DEPLOY_DOWNTIME_MS // 1000},
+        "generator": {
+            "seed": plan.seed,
+            "scale": plan.scale,
+            "weeks": plan.weeks,
+            "smi_interval_s": opts.smi_interval_s,
+            "start": iso(plan.start_ms),
+            "end": iso(plan.end_ms),
+            "deploy_downtime_s": DEPLOY_DOWNTIME_MS // 1000,
+        },
         "counts": _counts(summaries),
+        "cause_rules": CAUSE_RULES,
         "backup": _backup(plan, model, summaries),
         "leak": _leak(plan, summaries),
         "prompt_threshold": _threshold(plan, model, summaries),
         "fragmentation": _fragmentation(plan, model, summaries),
-        "cache_growth": {"instance": growth.name, "reserved_growth_per_day": CACHE_GROWTH_PER_DAY,
-                         "note": CACHE_NOTE, "ooms": next(s["ooms"] for s in summaries if s["name"] == growth.name)},
+        "cache_growth": {
+            "instance": growth.name,
+            "reserved_growth_per_day": CACHE_GROWTH_PER_DAY,
+            "note": CACHE_NOTE,
+            "ooms": next(s["ooms"] for s in summaries if s["name"] == growth.name),
+        },
         "decoys": _decoys(plan, summaries),
         "memory_model": grounding_summary(),
-        "cards": {i.card.key: {"smi_name": i.card.smi_name, "smi_total_mib": i.card.smi_total_mib,
-                               "device_total": i.card.device_total} for i in plan.instances},
+        "cards": {
+            i.card.key: {
+                "smi_name": i.card.smi_name,
+                "smi_total_mib": i.card.smi_total_mib,
+                "device_total": i.card.device_total,
+            }
+            for i in plan.instances
+        },
         "model_versions": [{"name": v.name, "leaks": v.leaks} for v in plan.versions],
         "instances": summaries,
     }

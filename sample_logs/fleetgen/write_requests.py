@@ -25,16 +25,31 @@ def request_frame(sim: Simulated, versions: list[str], messages: list[str]) -> p
     rows = sim.oom_rows
     extra = np.full(len(sim.req.ts), "", dtype=object)
     for k, row in enumerate(rows):
-        extra[row] = (f', "requested_size": {sim.oom_requested[k]}, "available_memory": {sim.oom_free[k]}, '
-                      f'"allocator_allocated": {sim.oom_allocated[k]}, "reserved_memory": {sim.oom_reserved[k]}, '
-                      f'"error": {json.dumps(messages[k])}')
-    return pl.DataFrame({
-        "ts": sim.req.ts, "seq": np.arange(1, len(sim.req.ts) + 1), "version": sim.version,
-        "status": np.where(sim.cause > 0, "oom", "ok"), "latency": sim.latency,
-        "batch": sim.req.batch, "inp": sim.req.inp, "out": sim.req.out,
-        "before": sim.before, "after": sim.after, "res_before": sim.res_before, "res_after": sim.res_after,
-        "peak": sim.peak, "extra": pl.Series(extra, dtype=pl.String),
-    }).with_columns(version=pl.col("version").replace_strict(dict(enumerate(versions)), return_dtype=pl.String))
+        extra[row] = (
+            f', "requested_size": {sim.oom_requested[k]}, "available_memory": {sim.oom_free[k]}, '
+            f'"allocator_allocated": {sim.oom_allocated[k]}, "reserved_memory": {sim.oom_reserved[k]}, '
+            f'"error": {json.dumps(messages[k])}'
+        )
+    return pl.DataFrame(
+        {
+            "ts": sim.req.ts,
+            "seq": np.arange(1, len(sim.req.ts) + 1),
+            "version": sim.version,
+            "status": np.where(sim.cause > 0, "oom", "ok"),
+            "latency": sim.latency,
+            "batch": sim.req.batch,
+            "inp": sim.req.inp,
+            "out": sim.req.out,
+            "before": sim.before,
+            "after": sim.after,
+            "res_before": sim.res_before,
+            "res_after": sim.res_after,
+            "peak": sim.peak,
+            "extra": pl.Series(extra, dtype=pl.String),
+        }
+    ).with_columns(
+        version=pl.col("version").replace_strict(dict(enumerate(versions)), return_dtype=pl.String)
+    )
 
 
 def _lines(frame: pl.DataFrame, instance: str, device_total: int) -> pl.Series:
@@ -45,19 +60,42 @@ def _lines(frame: pl.DataFrame, instance: str, device_total: int) -> pl.Series:
         return col(name).cast(pl.String)
 
     parts = [
-        lit('{"ts": "'), iso_ms(col("ts")), lit(f'", "instance": "{instance}", "gpu_index": 0, "model_version": "'),
-        col("version"), lit(f'", "request_id": "{instance}-'), num("seq").str.zfill(7),
-        lit('", "status": "'), col("status"), lit('", "latency_ms": '), num("latency"),
-        lit(', "batch_size": '), num("batch"), lit(', "input_sequence_length": '), num("inp"),
-        lit(', "output_sequence_length": '), num("out"), lit(', "allocated_before": '), num("before"),
-        lit(', "allocated_after": '), num("after"), lit(', "reserved_before": '), num("res_before"),
-        lit(', "reserved_after": '), num("res_after"), lit(', "peak_allocated": '), num("peak"),
-        lit(f', "device_total": {device_total}'), col("extra"), lit("}\n"),
+        lit('{"ts": "'),
+        iso_ms(col("ts")),
+        lit(f'", "instance": "{instance}", "gpu_index": 0, "model_version": "'),
+        col("version"),
+        lit(f'", "request_id": "{instance}-'),
+        num("seq").str.zfill(7),
+        lit('", "status": "'),
+        col("status"),
+        lit('", "latency_ms": '),
+        num("latency"),
+        lit(', "batch_size": '),
+        num("batch"),
+        lit(', "input_sequence_length": '),
+        num("inp"),
+        lit(', "output_sequence_length": '),
+        num("out"),
+        lit(', "allocated_before": '),
+        num("before"),
+        lit(', "allocated_after": '),
+        num("after"),
+        lit(', "reserved_before": '),
+        num("res_before"),
+        lit(', "reserved_after": '),
+        num("res_after"),
+        lit(', "peak_allocated": '),
+        num("peak"),
+        lit(f', "device_total": {device_total}'),
+        col("extra"),
+        lit("}\n"),
     ]
     return frame.select(pl.concat_str(parts).alias("line"))["line"]
 
 
-def write_request_log(path: Path, sim: Simulated, versions: list[str], messages: list[str], level: int) -> int:
+def write_request_log(
+    path: Path, sim: Simulated, versions: list[str], messages: list[str], level: int
+) -> int:
     """Write the instance's request log; returns its size in bytes."""
     frame = request_frame(sim, versions, messages)
 
@@ -72,5 +110,7 @@ def write_request_log(path: Path, sim: Simulated, versions: list[str], messages:
 def cause_rows(sim: Simulated) -> list[tuple[str, str, str, str, bool]]:
     """(instance, ts, request_id, cause, leak_too) of each failed request."""
     frame = pl.DataFrame({"ts": sim.req.ts[sim.oom_rows]}).select(iso_ms(pl.col("ts")))
-    return [(sim.inst.name, ts, f"{sim.inst.name}-{row + 1:07d}", CAUSES[sim.cause[row]], bool(sim.leak_too[row]))
-            for ts, row in zip(frame["ts"].to_list(), sim.oom_rows, strict=True)]
+    return [
+        (sim.inst.name, ts, f"{sim.inst.name}-{row + 1:07d}", CAUSES[sim.cause[row]], bool(sim.leak_too[row]))
+        for ts, row in zip(frame["ts"].to_list(), sim.oom_rows, strict=True)
+    ]

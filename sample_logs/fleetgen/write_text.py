@@ -23,9 +23,11 @@ TRACEBACK = (
     "    output = self.engine.generate(batch)",
     '  File "/srv/app/engine.py", line 97, in generate',
     "    return self.model.generate(**inputs, max_new_tokens=max_new, do_sample=True)",
-    '  File "/srv/venv/lib/python3.11/site-packages/torch/utils/_contextlib.py", line 116, in decorate_context',
+    '  File "/srv/venv/lib/python3.11/site-packages/torch/utils/_contextlib.py", line 116, '
+    "in decorate_context",
     "    return func(*args, **kwargs)",
-    '  File "/srv/venv/lib/python3.11/site-packages/transformers/generation/utils.py", line 2564, in generate',
+    '  File "/srv/venv/lib/python3.11/site-packages/transformers/generation/utils.py", line 2564, '
+    "in generate",
     "    result = self._sample(",
     '  File "/srv/venv/lib/python3.11/site-packages/transformers/models/llama/modeling_llama.py", line 151, '
     "in forward",
@@ -42,17 +44,39 @@ def _stamp(ts_ms: int) -> str:
 def _request_lines(sim: Simulated, versions: list[str]) -> pl.DataFrame:
     """(ts, order, text) of the line each request ends with."""
     lit, col = pl.lit, pl.col
-    frame = pl.DataFrame({"ts": sim.req.ts, "seq": np.arange(1, len(sim.req.ts) + 1), "v": sim.version,
-                          "oom": sim.cause > 0, "b": sim.req.batch, "i": sim.req.inp, "o": sim.req.out,
-                          "lat": sim.latency})
+    frame = pl.DataFrame(
+        {
+            "ts": sim.req.ts,
+            "seq": np.arange(1, len(sim.req.ts) + 1),
+            "v": sim.version,
+            "oom": sim.cause > 0,
+            "b": sim.req.batch,
+            "i": sim.req.inp,
+            "o": sim.req.out,
+            "lat": sim.latency,
+        }
+    )
     head = pl.when(col("oom")).then(lit(" ERROR [server] ")).otherwise(lit(" INFO [server] "))
     status = pl.when(col("oom")).then(lit(" failed status=500")).otherwise(lit(" done status=200"))
-    text = pl.concat_str([
-        iso_ms(col("ts")), head, lit(f"{sim.inst.name}-"), col("seq").cast(pl.String).str.zfill(7), status,
-        lit(" model="), col("v").replace_strict(dict(enumerate(versions)), return_dtype=pl.String), lit(" batch="), col("b").cast(pl.String),
-        lit(" prompt_tokens="), col("i").cast(pl.String), lit(" max_new_tokens="), col("o").cast(pl.String),
-        lit(" latency_ms="), col("lat").cast(pl.String),
-    ])
+    text = pl.concat_str(
+        [
+            iso_ms(col("ts")),
+            head,
+            lit(f"{sim.inst.name}-"),
+            col("seq").cast(pl.String).str.zfill(7),
+            status,
+            lit(" model="),
+            col("v").replace_strict(dict(enumerate(versions)), return_dtype=pl.String),
+            lit(" batch="),
+            col("b").cast(pl.String),
+            lit(" prompt_tokens="),
+            col("i").cast(pl.String),
+            lit(" max_new_tokens="),
+            col("o").cast(pl.String),
+            lit(" latency_ms="),
+            col("lat").cast(pl.String),
+        ]
+    )
     return frame.select(col("ts"), lit(1).alias("order"), text.alias("text"))
 
 
@@ -78,8 +102,10 @@ def _lifecycle(sim: Simulated, versions: list[str], pids: Pids) -> list[tuple[in
             text = f"INFO [deploy] rolling update to {versions[restart.version]}: stopping"
         out.append((restart.ts_ms, 0, f"{_stamp(restart.ts_ms)} {text}"))
     for life, start in enumerate(sim.lifetimes.starts_ms):
-        text = (f"INFO [server] pid={pids.service[life]} serving model={versions[sim.lifetimes.version[life]]} "
-                f"on cuda:0 ({sim.inst.card.smi_name}), empty_cache after each request")
+        text = (
+            f"INFO [server] pid={pids.service[life]} serving model={versions[sim.lifetimes.version[life]]} "
+            f"on cuda:0 ({sim.inst.card.smi_name}), empty_cache after each request"
+        )
         out.append((start, 0, f"{_stamp(start)} {text}"))
     return out
 
@@ -92,13 +118,20 @@ def _hourly(sim: Simulated) -> list[tuple[int, int, str]]:
     out = []
     for row, count in zip(last, counts, strict=True):
         ts = int((hours[row] + 1) * HOUR_MS)
-        out.append((ts, 3, f"{_stamp(ts)} INFO [stats] requests_last_hour={count} "
-                           f"allocated_gib={sim.after[row] / GIB:.2f} reserved_gib={sim.res_after[row] / GIB:.2f}"))
+        out.append(
+            (
+                ts,
+                3,
+                f"{_stamp(ts)} INFO [stats] requests_last_hour={count} "
+                f"allocated_gib={sim.after[row] / GIB:.2f} reserved_gib={sim.res_after[row] / GIB:.2f}",
+            )
+        )
     return out
 
 
-def write_text_log(path: Path, sim: Simulated, versions: list[str], messages: list[str], pids: Pids,
-                   level: int) -> int:
+def write_text_log(
+    path: Path, sim: Simulated, versions: list[str], messages: list[str], pids: Pids, level: int
+) -> int:
     """Write the instance's service log, time-ordered; returns its size in bytes."""
     extra = _oom_blocks(sim, messages) + _lifecycle(sim, versions, pids) + _hourly(sim)
     others = pl.DataFrame(extra, schema={"ts": pl.Int64, "order": pl.Int32, "text": pl.String}, orient="row")
