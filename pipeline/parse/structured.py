@@ -132,7 +132,7 @@ def robust_jsonl_stage(con: duckdb.DuckDBPyConnection, path: Path, compression: 
         compression = "none"
     params = {"path": str(lines_path), "compression": compression}
     lines = (f"(SELECT ordinality AS line, raw FROM read_csv($path, {_LINES_CSV}) WITH ORDINALITY "
-             "WHERE trim(raw) <> '')")
+             "WHERE trim(raw, ' ' || chr(9) || chr(13)) <> '')")  # blank: spaces, tabs; other space is content
     keys = [r[0] for r in con.execute(f"SELECT DISTINCT unnest(try(json_keys(raw))) FROM {lines}",
                                       params).fetchall()]
     params["paths"] = ["$." + json.dumps(k) for k in keys]
