@@ -8,7 +8,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
+from rich.padding import Padding
+from rich.text import Text
 
 from .analyses.findings import Finding
 
@@ -32,15 +33,23 @@ def write_findings_json(found: list[Finding], since: datetime | None, until: dat
         Path(path).write_text(text, encoding="utf-8")
 
 
+def _heading(number: int, finding: Finding) -> Text:
+    heading = Text(f"{number}. ", style="bold")
+    heading.append(finding.subject, style="bold")
+    heading.append(f"  [{finding.kind}]", style="cyan")
+    if finding.window and finding.window.recurring:
+        heading.append(f"  {finding.window.recurring}", style="magenta")
+    heading.append(f"  confidence {finding.confidence:.2f}, impact {finding.impact:,.0f} OOMs", style="dim")
+    return heading
+
+
 def print_findings(found: list[Finding]) -> None:
-    """Ranked findings as a table: what, why, what to do."""
-    console = Console(soft_wrap=True)
+    """Ranked findings, each as a heading, its evidence and what to do."""
+    console = Console(soft_wrap=False)
     if not found:
         console.print("no findings: nothing in the data stands out")
         return
-    table = Table("#", "kind", "subject", "evidence", "advice", "conf.", title="findings, most important first",
-                  title_justify="left", show_lines=True)
     for number, finding in enumerate(found, start=1):
-        table.add_row(str(number), finding.kind, finding.subject, finding.evidence, finding.advice,
-                      f"{finding.confidence:.2f}")
-    console.print(table)
+        console.print(_heading(number, finding))
+        console.print(Padding(Text(finding.evidence), (0, 0, 0, 4)))
+        console.print(Padding(Text("-> " + finding.advice, style="green"), (0, 0, 1, 4)))

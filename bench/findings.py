@@ -1,0 +1,43 @@
+"""Benchmark: `oomlab findings` on a 10,000,000-request fleet, against `oomlab ingest` of the same fleet.
+
+Generates the fleet with sample_logs/generate.py (seeded, same planted truths as the committed sample),
+ingests it, runs the findings, and prints findings time / ingest time (target <= 1.0) and the peak memory
+of the findings run (target < 6 GB).
+
+    python bench/findings.py [--requests 10000000] [--dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from _common import measure, oomlab_argv
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=10_000_000)
+    parser.add_argument("--dir", type=Path, default=None)
+    args = parser.parse_args()
+    work = args.dir or Path(tempfile.mkdtemp(prefix="oomlab-findings-"))
+    fleet, db = work / "fleet", work / "fleet.duckdb"
+    if not fleet.exists():
+        gen = measure([sys.executable, str(REPO / "sample_logs" / "generate.py"), "--out", str(fleet),
+                       "--requests", str(args.requests)])
+        print(f"generated {args.requests:,} requests in {gen.seconds:.1f} s")
+    for f in (db, db.with_name(db.name + ".wal")):
+        f.unlink(missing_ok=True)
+    ingest = measure(oomlab_argv("ingest", str(fleet), "--db", str(db), "--quiet"))
+    found = measure(oomlab_argv("findings", "--db", str(db), "--json", str(work / "findings.json")))
+    print(f"oomlab ingest:   {ingest.seconds:.1f} s, peak {ingest.peak_mib / 1024:.2f} GB")
+    print(f"oomlab findings: {found.seconds:.1f} s, peak {found.peak_mib / 1024:.2f} GB  (target < 6 GB)")
+    print(f"ratio (findings / ingest): {found.seconds / ingest.seconds:.2f}  (target <= 1.0)")
+
+
+if __name__ == "__main__":
+    main()
