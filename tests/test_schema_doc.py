@@ -50,3 +50,9 @@ def test_every_table_and_column_is_documented_with_its_type(db):
         assert list(doc[table]) == list(columns), table
         for column, kind in columns.items():
             assert duckdb.sqltype(doc[table][column]) == duckdb.sqltype(kind), f"{table}.{column}"
+
+
+def test_every_view_is_documented():
+    text = DOC.read_text(encoding="utf-8")
+    views = sorted(p.stem for p in (Path(__file__).parent.parent / "sql" / "views").glob("*.sql"))
+    assert views and [v for v in views if f"`{v}`" not in text] == []
