@@ -160,12 +160,10 @@ def scaled(snapshot: Path, folder: Path, gigabytes: float) -> None:
     print(f"\nscaled snapshot: {size / 1e9:.2f} GB ({made.stdout.strip()} copies of the trace)")
     base = measure([sys.executable, "-c", CHILDREN["pickle.load"], str(derived)])
     report("pickle.load", base, base)
-    report(
-        "read_snapshot",
-        measure([sys.executable, "-c", CHILDREN["read_snapshot"], str(derived)]),
-        base,
-        "(target: peak < 8 GB)",
-    )
+    report("read_snapshot", measure([sys.executable, "-c", CHILDREN["read_snapshot"], str(derived)]), base)
+    cli = run_cli_ingest(derived, folder, 1)
+    if cli is not None:
+        report("oomlab ingest", cli, base, "(target: peak < 8 GB)")
 
 
 def main() -> None:

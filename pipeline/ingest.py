@@ -16,12 +16,10 @@ import duckdb
 from . import load
 from .config import IngestOptions
 from .errors import EmptyInputError, OomlabError
+from .ingest_calendar import refresh_rule_occurrences
+from .ingest_structured import FastPathRefused, ingest_structured
 from .parse import detect
 from .parse.facts import FileFacts, facts_in_background, sha256_of
-from .ingest_structured import FastPathRefused, ingest_structured
-from .ingest_calendar import ingest_calendar, refresh_rule_occurrences
-from .ingest_snapshot import ingest_snapshot
-from .ingest_text import ingest_text_log
 
 SKIPPED, INGESTED, FAILED = "skipped", "ingested", "failed"
 
@@ -184,11 +182,16 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, path: str, abspath: s
 def _load_content(con: duckdb.DuckDBPyConnection, path: Path, kind: str, source_id: int,
                   options: IngestOptions, facts: Future[FileFacts], robust: bool) -> tuple[int, int]:
     """Rows and rejects loaded from one file of a known kind."""
+    # Loaders of the other kinds are imported when a file needs them: the text scanner brings polars and
+    # numpy, the snapshot reader its own modules, and a run over request logs needs neither.
     if kind == detect.TEXT:
+        from .ingest_text import ingest_text_log
         return ingest_text_log(con, path, source_id, options)
     if kind == detect.SNAPSHOT:
+        from .ingest_snapshot import ingest_snapshot
         return ingest_snapshot(con, path, source_id, options)
     if kind == detect.CALENDAR:
+        from .ingest_calendar import ingest_calendar
         return ingest_calendar(con, path, source_id, options)
     return ingest_structured(con, path, kind, source_id, options, facts, robust)
 

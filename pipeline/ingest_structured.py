@@ -72,29 +72,40 @@ def _load_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str, labels: di
 
 def _load_fast(con: duckdb.DuckDBPyConnection, stage: structured.Stage, labels: dict[str, object],
                options: IngestOptions, facts: Future[FileFacts], kind: str) -> tuple[int, int]:
-    """Insert the accepted rows; read the file again for rejects only when rows are missing."""
+    """Read the file once into a temporary table in file order, number its rows, then load them."""
     staged = staged_select(stage, options.fields, options.tz)
     if "ts" not in staged.mapping:
         raise FastPathRefused  # the reader saw no timestamp column (e.g. lines that are not all objects)
-    rows = _insert(con, "insert_requests", staged, labels)
+    total = _stage_in_file_order(con, staged)
     file_facts = facts.result() if kind in detect.LINE_ORIENTED else None  # counted while DuckDB read
-    if file_facts is not None and file_facts.has_blank_lines:
-        raise FastPathRefused  # the reader skips blank lines: its row numbers would not be line numbers
-    expected = _expected_records(con, stage, kind, file_facts)
-    if rows == expected:
-        return rows, 0
-    rejects = _insert(con, "insert_stage_rejects", staged, labels)
-    if rows + rejects != expected:
+    if file_facts is not None and file_facts.lines >= 0 and total != _expected_records(kind, file_facts):
+        # rows do not line up with lines: the reader skipped blank lines, or a CSV quotes newlines
         raise FastPathRefused
+    numbered = Staged("SELECT * REPLACE (rowid - $row_base + $first_line AS line) FROM stg_requests",
+                      {"row_base": load.scalar(con, "SELECT min(rowid) FROM stg_requests"),
+                       "first_line": stage.first_line}, staged.mapping)
+    rows = _insert(con, "insert_requests", numbered, labels)
+    rejects = _insert(con, "insert_stage_rejects", numbered, labels) if rows < total else 0
+    con.execute("DROP TABLE stg_requests")
     return rows, rejects
 
 
-def _expected_records(con: duckdb.DuckDBPyConnection, stage: structured.Stage, kind: str,
-                      facts: FileFacts | None) -> int:
-    """Records the file holds: its lines (less a CSV header), or where lines were not counted (Parquet,
-    a JSON array rewritten as lines) the reader's own count."""
-    if facts is None or facts.lines < 0:
-        return int(load.scalar(con, f"SELECT count(*) FROM {stage.relation}", stage.params))  # type: ignore
+def _stage_in_file_order(con: duckdb.DuckDBPyConnection, staged: Staged) -> int:
+    """Materialise the staged rows in a temp table whose row ids follow the file's order; returns its rows.
+
+    Keeping insertion order lets the reader run in parallel and still number rows (rowid order is file
+    order); the counts checked by the caller make sure no line was skipped.
+    """
+    con.execute("SET preserve_insertion_order = true")
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE stg_requests AS {staged.sql}", staged.params)
+    finally:
+        con.execute("SET preserve_insertion_order = false")
+    return int(load.scalar(con, "SELECT count(*) FROM stg_requests"))  # type: ignore[arg-type]
+
+
+def _expected_records(kind: str, facts: FileFacts) -> int:
+    """Records a line-oriented file holds: its lines, less a CSV's header."""
     return facts.lines - (1 if kind == detect.CSV else 0)
 
 

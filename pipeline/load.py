@@ -12,7 +12,6 @@ import duckdb
 import pyarrow as pa
 
 from .errors import DatabaseBusyError, DatabaseError
-from .load_snapshot import delete_source_snapshots
 from .records import OomMessage, Reject
 from .sql import apply_schema, bind, run_file, sql_text
 
@@ -59,6 +58,8 @@ def tables_with_source_id(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def remove_source_rows(con: duckdb.DuckDBPyConnection, source_id: int) -> None:
     """Delete every row a source contributed, in every table."""
+    from .load_snapshot import delete_source_snapshots  # the snapshot modules load only when needed
+
     delete_source_snapshots(con, source_id)  # before `snapshots`, which maps its rows to the source
     for table in tables_with_source_id(con):
         con.execute(f'DELETE FROM "{table}" WHERE source_id = $source_id', {"source_id": source_id})

@@ -165,3 +165,18 @@ def test_labels_fill_missing_instance_and_model_version(tmp_path, db, run_cli, s
     assert sql("SELECT instance, model_version FROM requests") == [("node-7", "m-3")]
     labels = json.loads(sql("SELECT labels FROM sources")[0][0])
     assert labels == {"instance": "node-7", "model_version": "m-3", "tags": {"team": "infra"}}
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+def test_line_numbers_follow_the_file_across_parallel_row_groups(tmp_path, db, run_cli, sql, fmt):
+    """300,000 rows span several DuckDB row groups read in parallel: every row keeps its own line."""
+    rows = 300_000
+    frame = pl.DataFrame({"ts": [f"2026-11-30T01:{i // 6000 % 60:02d}:{i // 100 % 60:02d}Z" for i in range(rows)],
+                          "request_id": [f"r{i}" for i in range(rows)], "batch_size": [i % 16 + 1 for i in range(rows)],
+                          "input_sequence_length": list(range(rows))})
+    path = tmp_path / f"many.{fmt}"
+    _write(frame, path, fmt)
+    assert run_cli("ingest", path, "--db", db).exit_code == 0
+    header = 1 if fmt == "csv" else 0
+    assert sql("SELECT count(*), count(*) FILTER (line = input_sequence_length + 1 + ?) FROM requests",
+               [header]) == [(rows, rows)]

@@ -15,11 +15,10 @@ _CHUNK = 8 << 20
 
 @dataclass(frozen=True, slots=True)
 class FileFacts:
-    """sha256 of the bytes on disk; newline count and blank lines of the decompressed text."""
+    """sha256 of the bytes on disk; lines of the decompressed text (-1 when not counted)."""
 
     sha256: str
     lines: int
-    has_blank_lines: bool
 
 
 def sha256_of(path: str | Path) -> str:
@@ -32,26 +31,20 @@ def sha256_of(path: str | Path) -> str:
 
 
 class _LineCounter:
-    """Counts lines and notices blank ones across chunk boundaries."""
+    """Counts lines across chunks; a last line without its newline counts too."""
 
     def __init__(self) -> None:
         self.lines = 0
-        self.blank = False
-        self._last = b"\n"  # the start of the file counts as after a newline
+        self._last = b"\n"
 
     def feed(self, chunk: bytes) -> None:
-        if not chunk:
-            return
-        self.lines += chunk.count(b"\n")
-        if not self.blank:
-            joined = self._last + chunk[:1]
-            self.blank = b"\n\n" in joined or b"\n\n" in chunk or b"\n\r\n" in self._last + chunk[:2] \
-                or b"\n\r\n" in chunk
-        self._last = chunk[-1:]
+        if chunk:
+            self.lines += chunk.count(b"\n")
+            self._last = chunk[-1:]
 
     def finish(self) -> None:
         if self._last != b"\n":
-            self.lines += 1  # a last line without its newline
+            self.lines += 1
 
 
 def file_facts(path: str | Path, count_lines: bool = True) -> FileFacts:
@@ -59,7 +52,7 @@ def file_facts(path: str | Path, count_lines: bool = True) -> FileFacts:
     asked, since counting holds the GIL that a text scan beside it needs."""
     counter = _LineCounter()
     if not count_lines:
-        return FileFacts(sha256_of(path), -1, False)
+        return FileFacts(sha256_of(path), -1)
     if compression_of(path) is None:
         digest = hashlib.sha256()
         with open(path, "rb") as handle:
@@ -73,7 +66,7 @@ def file_facts(path: str | Path, count_lines: bool = True) -> FileFacts:
             while chunk := handle.read(_CHUNK):
                 counter.feed(chunk)
     counter.finish()
-    return FileFacts(sha, counter.lines, counter.blank)
+    return FileFacts(sha, counter.lines)
 
 
 def facts_in_background(path: str | Path, count_lines: bool = True) -> Future[FileFacts]:
