@@ -63,9 +63,9 @@ def fleet_db(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def fleet_con(fleet_db: Path):
-    """A read-only connection to the ingested sample fleet."""
+    """A read-only connection to the ingested sample fleet, shared by a module's tests."""
     con = duckdb.connect(str(fleet_db), read_only=True)
     con.execute("SET TimeZone = 'UTC'")
     yield con

@@ -24,21 +24,13 @@ BAR = {"leak": 0.95, "fragmentation": 0.95, "external_pressure": 0.95, "capacity
 
 
 @pytest.fixture(scope="module")
-def con(fleet_db):
-    connection = duckdb.connect(str(fleet_db), read_only=True)
-    connection.execute("SET TimeZone = 'UTC'")
-    yield connection
-    connection.close()
+def classified(fleet_con) -> pl.DataFrame:
+    return classify.classify_ooms(fleet_con)
 
 
 @pytest.fixture(scope="module")
-def classified(con) -> pl.DataFrame:
-    return classify.classify_ooms(con)
-
-
-@pytest.fixture(scope="module")
-def fleet_findings(con) -> dict:
-    return {(f.kind, f.subject): f for f in classify.findings(con)}
+def fleet_findings(fleet_con) -> dict:
+    return {(f.kind, f.subject): f for f in classify.findings(fleet_con)}
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +54,8 @@ def joined(classified, truth) -> pl.DataFrame:
 
 # --- the sample fleet ------------------------------------------------------------------------------------
 
-def test_every_event_gets_one_cause_with_numbers(con, classified):
-    events = con.sql("SELECT count(*) FROM oom_events").fetchall()[0][0]
+def test_every_event_gets_one_cause_with_numbers(fleet_con, classified):
+    events = fleet_con.sql("SELECT count(*) FROM oom_events").fetchall()[0][0]
     assert classified.height == events and classified["event_id"].n_unique() == events
     assert set(classified["cause"].unique()) <= set(CAUSES)
     assert classified["confidence"].is_between(0.0, 1.0).all()
@@ -119,9 +111,9 @@ def test_capacity_finding_caps_tokens_at_the_planted_threshold(fleet_findings):
     assert a10.impact == pytest.approx(TRUTHS["prompt_threshold"]["ooms"], rel=0.02)
 
 
-def test_since_and_until_select_events_by_time(con, classified):
+def test_since_and_until_select_events_by_time(fleet_con, classified):
     since, until = datetime(2026, 11, 9), datetime(2026, 11, 10)
-    window = classify.classify_ooms(con, since, until)
+    window = classify.classify_ooms(fleet_con, since, until)
     expected = classified.filter(pl.col("ts").is_between(since, until, closed="left"))
     assert window.height == expected.height > 0
     assert window.select("event_id", "cause").equals(expected.select("event_id", "cause"))

@@ -7,7 +7,6 @@ import json
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import polars as pl
 import pytest
@@ -26,17 +25,8 @@ STABLE = sorted(i["name"] for i in TRUTHS["instances"]
 
 
 @pytest.fixture(scope="module")
-def con(fleet_db: Path):
-    """A read-only connection shared by the module's tests."""
-    connection = duckdb.connect(str(fleet_db), read_only=True)
-    connection.execute("SET TimeZone = 'UTC'")
-    yield connection
-    connection.close()
-
-
-@pytest.fixture(scope="module")
-def during(con) -> dict[str, dict]:
-    return {r["instance"]: r for r in forecast.forecast(con, until=DURING_LEAK).iter_rows(named=True)}
+def during(fleet_con) -> dict[str, dict]:
+    return {r["instance"]: r for r in forecast.forecast(fleet_con, until=DURING_LEAK).iter_rows(named=True)}
 
 
 def test_fit_trend_line() -> None:
@@ -92,16 +82,16 @@ def test_cache_growth_is_not_a_leak(during) -> None:
     assert row["slope_per_day"] == pytest.approx(per_day, rel=0.25)
 
 
-def test_after_the_fix_nothing_leaks(con) -> None:
-    rows = {r["instance"]: r for r in forecast.forecast(con).iter_rows(named=True)}
+def test_after_the_fix_nothing_leaks(fleet_con) -> None:
+    rows = {r["instance"]: r for r in forecast.forecast(fleet_con).iter_rows(named=True)}
     for name in LEAKING:
         assert rows[name]["model_version"] == TRUTHS["leak"]["fixed_by"]
         assert rows[name]["growth"] == "none", name
     assert rows["gpu-b-1"]["reason"] == "lifetime_too_short"  # a capture of 36 seconds
 
 
-def test_forecast_findings(con) -> None:
-    found = {f.subject: f for f in forecast.findings(con, until=DURING_LEAK)}
+def test_forecast_findings(fleet_con) -> None:
+    found = {f.subject: f for f in forecast.findings(fleet_con, until=DURING_LEAK)}
     assert {f.kind for f in found.values()} == {"forecast"}
     assert {"a10-03", "a10-04", "a10-05", "a100-02", "a100-03"} <= set(found)
     assert not set(STABLE) & set(found)

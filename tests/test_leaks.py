@@ -6,7 +6,6 @@ import gzip
 import json
 from datetime import datetime, timedelta
 
-import duckdb
 import numpy as np
 import polars as pl
 import pytest
@@ -25,16 +24,8 @@ def _ts(text: str) -> datetime:
 
 
 @pytest.fixture(scope="module")
-def con(fleet_db):
-    connection = duckdb.connect(str(fleet_db), read_only=True)
-    connection.execute("SET TimeZone = 'UTC'")
-    yield connection
-    connection.close()
-
-
-@pytest.fixture(scope="module")
-def lives(con) -> pl.DataFrame:
-    return leaks.lifetimes(con)
+def lives(fleet_con) -> pl.DataFrame:
+    return leaks.lifetimes(fleet_con)
 
 
 def _one(lives: pl.DataFrame, instance: str) -> dict:
@@ -61,7 +52,7 @@ def test_theil_sen_flat_series_has_no_slope_and_no_fit():
 
 # --- real H200 captures ----------------------------------------------------------------------------------
 
-def test_serve_leak_is_a_leak_from_0_42_to_4_6_gib(lives, con):
+def test_serve_leak_is_a_leak_from_0_42_to_4_6_gib(lives, fleet_con):
     life = _one(lives, "gpu-a-0")
     assert life["is_leak"] and not life["is_cache_growth"]
     assert life["baseline_start_bytes"] / GIB == pytest.approx(0.42, abs=0.01)
@@ -69,7 +60,7 @@ def test_serve_leak_is_a_leak_from_0_42_to_4_6_gib(lives, con):
     assert life["r2"] >= 0.8 and life["rising_share"] == 1.0
     # the capture's own last word: allocated_after ends at 4.59 GiB, never back to the baseline
     query = "SELECT arg_max(allocated_after, ts) FROM requests WHERE instance = 'gpu-a-0'"
-    last = con.sql(query).fetchall()[0][0]
+    last = fleet_con.sql(query).fetchall()[0][0]
     assert last / GIB == pytest.approx(4.6, abs=0.01)
     # at its 5 GiB cap the baseline plus a typical request no longer fits: the OOM is due now
     assert life["limit_bytes"] <= 5 * GIB and life["hours_to_oom"] == 0.0
@@ -157,8 +148,8 @@ def test_projected_time_to_oom_comes_before_the_watchdog(lives):
     assert a10["hours_to_oom_from_start"].max() < 150
 
 
-def test_stopgap_restart_comes_before_the_first_leak_oom_of_any_lifetime(con, lives):
-    every = next(f for f in leaks.findings(con) if f.subject.endswith(LEAK["model_version"])).metrics[
+def test_stopgap_restart_comes_before_the_first_leak_oom_of_any_lifetime(fleet_con, lives):
+    every = next(f for f in leaks.findings(fleet_con) if f.subject.endswith(LEAK["model_version"])).metrics[
         "restart_every_hours"]
     with gzip.open(FLEET / "oom_causes.csv.gz", "rb") as handle:
         causes = pl.read_csv(handle.read()).filter(pl.col("cause") == "leak")
@@ -172,17 +163,17 @@ def test_stopgap_restart_comes_before_the_first_leak_oom_of_any_lifetime(con, li
     assert 0 < every < first["after"].min().total_seconds() / 3600
 
 
-def test_since_keeps_the_lifetimes_overlapping_the_range(con, lives):
+def test_since_keeps_the_lifetimes_overlapping_the_range(fleet_con, lives):
     since = datetime(2026, 11, 17)
-    later = leaks.lifetimes(con, since=since)
+    later = leaks.lifetimes(fleet_con, since=since)
     assert later.height > 0 and (later["end"] >= since).all()
     assert later.height < lives.height
 
 
 # --- the finding -----------------------------------------------------------------------------------------
 
-def test_leak_findings_name_the_version_its_deploy_and_its_ooms(con):
-    found = {f.subject: f for f in leaks.findings(con)}
+def test_leak_findings_name_the_version_its_deploy_and_its_ooms(fleet_con):
+    found = {f.subject: f for f in leaks.findings(fleet_con)}
     planted = found[f"model_version {LEAK['model_version']}"]
     assert isinstance(planted, Finding) and planted.kind == "leak"
     assert planted.impact == LEAK["ooms"] and planted.confidence >= 0.9

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import polars as pl
 import pytest
@@ -22,29 +21,20 @@ TOLERANCE = 0.01
 
 
 @pytest.fixture(scope="module")
-def con(fleet_db: Path):
-    """A read-only connection shared by the module's tests."""
-    connection = duckdb.connect(str(fleet_db), read_only=True)
-    connection.execute("SET TimeZone = 'UTC'")
-    yield connection
-    connection.close()
+def per_version(fleet_con) -> pl.DataFrame:
+    return prompt_threshold.boundaries(fleet_con)
 
 
 @pytest.fixture(scope="module")
-def per_version(con) -> pl.DataFrame:
-    return prompt_threshold.boundaries(con)
-
-
-@pytest.fixture(scope="module")
-def model(con) -> prompt_risk.RiskModel:
-    fitted = prompt_risk.fit_risk_model(con)
+def model(fleet_con) -> prompt_risk.RiskModel:
+    fitted = prompt_risk.fit_risk_model(fleet_con)
     assert fitted is not None
     return fitted
 
 
 @pytest.fixture(scope="module")
-def found(con) -> list:
-    return prompt_risk.findings(con)
+def found(fleet_con) -> list:
+    return prompt_risk.findings(fleet_con)
 
 
 # --- tiny cases ---------------------------------------------------------------------------------------
@@ -109,9 +99,9 @@ def test_serve_mixed_finding(found) -> None:
 
 # --- sample fleet ------------------------------------------------------------------------------------
 
-def test_fleet_threshold_on_the_smaller_card(con) -> None:
+def test_fleet_threshold_on_the_smaller_card(fleet_con) -> None:
     truth = TRUTHS["prompt_threshold"]
-    card = prompt_threshold.thresholds(con, per_version=False).filter(pl.col("device_total") == A10_TOTAL)
+    card = prompt_threshold.thresholds(fleet_con, per_version=False).filter(pl.col("device_total") == A10_TOTAL)
     assert card.height == 1
     row = card.row(0, named=True)
     assert row["metric"] == "batch_x_tokens"  # the planted rule: batch x (input + output)
@@ -126,8 +116,8 @@ def test_every_version_on_the_smaller_card_agrees(per_version) -> None:
         assert abs(row["threshold"] / TRUTHS["prompt_threshold"]["N"] - 1) <= TOLERANCE
 
 
-def test_one_finding_per_card_when_versions_agree(con) -> None:
-    table = prompt_risk.card_thresholds(con)
+def test_one_finding_per_card_when_versions_agree(fleet_con) -> None:
+    table = prompt_risk.card_thresholds(fleet_con)
     a10 = table.filter(pl.col("device_total") == A10_TOTAL)
     assert a10["scope"].to_list() == ["card"] and a10["model_version"].to_list() == [None]
     assert a10["versions"][0] == "assist-1.8b-v1.4, assist-1.8b-v1.5, assist-1.8b-v1.6"
@@ -140,8 +130,8 @@ def test_no_threshold_claimed_on_the_bigger_card(per_version) -> None:
     assert not per_version.filter(pl.col("device_total") == a100)["claimed"].any()
 
 
-def test_other_causes_are_left_out(con) -> None:
-    rows = prompt_threshold.prompt_requests(con)
+def test_other_causes_are_left_out(fleet_con) -> None:
+    rows = prompt_threshold.prompt_requests(fleet_con)
     excluded = rows.filter(pl.col("is_oom")).group_by("instance", "excluded_because").len()
     counts = {(r["instance"], r["excluded_because"]): r["len"] for r in excluded.iter_rows(named=True)}
     backup = TRUTHS["backup"]["in_window"]

@@ -7,7 +7,6 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-import duckdb
 import polars as pl
 import pytest
 from conftest import FLEET, H200, read_jsonl_gz
@@ -19,22 +18,13 @@ GIB = 1 << 30
 
 
 @pytest.fixture(scope="module")
-def con(fleet_db: Path):
-    """A read-only connection shared by the module's tests."""
-    connection = duckdb.connect(str(fleet_db), read_only=True)
-    connection.execute("SET TimeZone = 'UTC'")
-    yield connection
-    connection.close()
+def levels(fleet_con) -> dict[str, dict]:
+    return {r["instance"]: r for r in water_levels.water_levels(fleet_con).iter_rows(named=True)}
 
 
 @pytest.fixture(scope="module")
-def levels(con) -> dict[str, dict]:
-    return {r["instance"]: r for r in water_levels.water_levels(con).iter_rows(named=True)}
-
-
-@pytest.fixture(scope="module")
-def sized(con) -> dict[str, dict]:
-    return {r["instance"]: r for r in sizing.sizing(con).iter_rows(named=True)}
+def sized(fleet_con) -> dict[str, dict]:
+    return {r["instance"]: r for r in sizing.sizing(fleet_con).iter_rows(named=True)}
 
 
 def test_card_table() -> None:
@@ -75,11 +65,11 @@ def test_time_above_alert_levels(levels) -> None:
     assert levels["a10-01"]["steady_level"] == pytest.approx(baseline_reserved / a10_total)
 
 
-def test_predictive_alerts(con, levels) -> None:
+def test_predictive_alerts(fleet_con, levels) -> None:
     # an A10 has ~19.6 GB free after a request and its largest requests need ~18.6 GB: 1.2 x that is more
     assert levels["a10-01"]["alert_episodes"] > 10
     assert levels["a100-01"]["alert_hours"] == 0  # 80 GB leave plenty
-    episodes = water_levels.alert_episodes(con, until=datetime(2026, 11, 4))
+    episodes = water_levels.alert_episodes(fleet_con, until=datetime(2026, 11, 4))
     a10 = episodes.filter(pl.col("instance") == "a10-01")
     assert a10.height > 0
     assert (a10["min_free_bytes"] < 1.2 * a10["largest_need_bytes"]).all()
@@ -117,8 +107,8 @@ def test_short_captures_get_no_advice(sized) -> None:
     assert 0.69 * GIB <= sized["gpu-b-1"]["context_bytes"] <= 0.74 * GIB
 
 
-def test_sizing_findings(con) -> None:
-    found = {f.subject: f for f in water_levels.findings(con)}
+def test_sizing_findings(fleet_con) -> None:
+    found = {f.subject: f for f in water_levels.findings(fleet_con)}
     assert {f.kind for f in found.values()} == {"sizing"}
     assert "Move to a larger card" in found["a10-01"].advice and "V100 32 GB" in found["a10-01"].advice
     assert found["a10-01"].impact > 0
@@ -127,9 +117,9 @@ def test_sizing_findings(con) -> None:
     assert "a100-04" not in found and "gpu-b-1" not in found
 
 
-def test_window_limits_the_hours(con) -> None:
+def test_window_limits_the_hours(fleet_con) -> None:
     until = datetime(2026, 11, 10, tzinfo=UTC)  # an aware end is read as UTC
-    day = water_levels.water_levels(con, since=datetime(2026, 11, 9), until=until)
+    day = water_levels.water_levels(fleet_con, since=datetime(2026, 11, 9), until=until)
     row = day.filter(pl.col("instance") == "a10-01").row(0, named=True)
     assert 23.5 < row["hours_observed"] <= 24  # the last request's level holds to the window's end
     assert datetime(2026, 11, 9) <= row["first_ts"] <= row["last_ts"] < datetime(2026, 11, 10)
