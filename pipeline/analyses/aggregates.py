@@ -18,6 +18,7 @@ import duckdb
 import polars as pl
 
 from ..errors import DatabaseError
+from ..sql import sql_text
 
 # What `oom_rates` can cut by; prompt features are power-of-two buckets "b-(2b-1)" named by their lower bound.
 DIMENSIONS: tuple[str, ...] = ("instance", "model_version", "hour_of_day", "day_of_week", "input_length",
@@ -25,35 +26,6 @@ DIMENSIONS: tuple[str, ...] = ("instance", "model_version", "hour_of_day", "day_
 WEEK = timedelta(days=7)
 # Any Monday: weekly buckets start on ISO weeks.
 _MONDAY = datetime(2024, 1, 1)
-
-_RATES_SQL = """
-SELECT key, key_order,
-       sum(requests)::BIGINT AS requests,
-       sum(ooms)::BIGINT AS ooms,
-       sum(ooms_with_traffic)::BIGINT AS ooms_with_traffic,
-       1000.0 * sum(ooms_with_traffic) / nullif(sum(requests), 0) AS oom_rate_per_1k
-FROM fct_traffic_dimensions
-WHERE dimension = $by
-  AND ($since IS NULL OR ts >= $since::TIMESTAMP) AND ($until IS NULL OR ts < $until::TIMESTAMP)
-GROUP BY key, key_order
-ORDER BY key_order NULLS LAST, key NULLS LAST
-"""
-
-_PERIODS_SQL = """
-SELECT time_bucket($width, ts, $origin::TIMESTAMP) AS period_start,
-       time_bucket($width, ts, $origin::TIMESTAMP) + $width AS period_end,
-       count(*) FILTER (WHERE kind = 'request') AS requests,
-       count(*) FILTER (WHERE kind = 'oom') AS ooms,
-       count(*) FILTER (WHERE kind = 'oom' AND has_request_log) AS ooms_with_traffic,
-       1000.0 * count(*) FILTER (WHERE kind = 'oom' AND has_request_log)
-           / nullif(count(*) FILTER (WHERE kind = 'request'), 0) AS oom_rate_per_1k,
-       count(DISTINCT instance) FILTER (WHERE kind = 'oom') AS instances_affected,
-       coalesce(sum(coalesce(batch_size, 1)) FILTER (WHERE kind = 'oom'), 0)::BIGINT AS requests_lost
-FROM fct_traffic_events
-WHERE ($since IS NULL OR ts >= $since::TIMESTAMP) AND ($until IS NULL OR ts < $until::TIMESTAMP)
-GROUP BY ALL
-ORDER BY period_start
-"""
 
 WOW_METRICS: tuple[str, ...] = ("requests", "ooms", "oom_rate_per_1k", "instances_affected", "requests_lost")
 
@@ -77,7 +49,7 @@ def oom_rates(con: duckdb.DuckDBPyConnection, by: str, since: datetime | None = 
     if by not in DIMENSIONS:
         raise DatabaseError(f"cannot cut OOM rates by {by!r}", hint=f"use one of {', '.join(DIMENSIONS)}")
     params = {"by": by, "since": utc_naive(since), "until": utc_naive(until)}
-    return con.sql(_RATES_SQL, params=params).pl()
+    return con.sql(sql_text("q_oom_rates"), params=params).pl()
 
 
 def periods(con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None,
@@ -91,7 +63,7 @@ def periods(con: duckdb.DuckDBPyConnection, since: datetime | None = None, until
     """
     params = {"width": width, "origin": utc_naive(origin),
               "since": utc_naive(since), "until": utc_naive(until)}
-    return con.sql(_PERIODS_SQL, params=params).pl()
+    return con.sql(sql_text("q_oom_periods"), params=params).pl()
 
 
 def latest_day_end(con: duckdb.DuckDBPyConnection) -> datetime | None:

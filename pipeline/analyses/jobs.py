@@ -18,6 +18,7 @@ from itertools import pairwise
 import duckdb
 import polars as pl
 
+from ..sql import sql_text
 from .aggregates import utc_naive
 from .findings import Finding, Window
 from .rate_tests import (
@@ -37,35 +38,7 @@ ALPHA = 0.01
 MIN_LIFT = 2.0
 MIN_OOMS_INSIDE = 5
 
-_HOSTS_SQL = """
-SELECT name, instance, on_job_host, any_value(traffic_source) AS traffic_source,
-       coalesce(sum(requests) FILTER (WHERE inside), 0)::BIGINT AS requests_in,
-       coalesce(sum(requests) FILTER (WHERE NOT inside), 0)::BIGINT AS requests_out,
-       coalesce(sum(ooms) FILTER (WHERE inside), 0)::BIGINT AS ooms_in,
-       coalesce(sum(ooms) FILTER (WHERE NOT inside), 0)::BIGINT AS ooms_out,
-       coalesce(sum(exposure) FILTER (WHERE inside), 0.0) AS exposure_in,
-       coalesce(sum(exposure) FILTER (WHERE NOT inside), 0.0) AS exposure_out
-FROM fct_job_minutes
-WHERE ($since IS NULL OR minute >= $since::TIMESTAMP) AND ($until IS NULL OR minute < $until::TIMESTAMP)
-GROUP BY name, instance, on_job_host
-ORDER BY name, instance
-"""
-
 # The runs that fall in the time the job's hosts have data (cron rules are expanded with a day of margin).
-_RUNS_SQL = """
-WITH span AS (
-    SELECT name, min(minute) AS first_minute, max(minute) + INTERVAL 1 MINUTE AS end_minute
-    FROM fct_job_minutes
-    WHERE on_job_host
-      AND ($since IS NULL OR minute >= $since::TIMESTAMP) AND ($until IS NULL OR minute < $until::TIMESTAMP)
-    GROUP BY name
-)
-SELECT DISTINCT o.name, o.start_ts, o.end_ts
-FROM job_occurrences o JOIN span s USING (name)
-WHERE o.end_ts > s.first_minute AND o.start_ts < s.end_minute
-ORDER BY o.name, o.start_ts
-"""
-
 
 @dataclass(frozen=True)
 class Schedule:
@@ -90,7 +63,7 @@ def host_effects(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
     sided), `p_adjusted` (Holm over the job-host rows; null for controls), `affected`.
     """
     params = {"since": utc_naive(since), "until": utc_naive(until)}
-    rows = con.sql(_HOSTS_SQL, params=params).pl().to_dicts()
+    rows = con.sql(sql_text("q_job_host_counts"), params=params).pl().to_dicts()
     for row in rows:
         _test_host(row)
     tested = [r for r in rows if r["on_job_host"]]
@@ -142,7 +115,7 @@ def schedules(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
     """Each job's runs within the data, described ("daily 01:00-02:30 UTC", "weekly on Saturday ...")."""
     params = {"since": utc_naive(since), "until": utc_naive(until)}
     runs: dict[str, list[tuple[datetime, datetime]]] = defaultdict(list)
-    for name, start, end in con.sql(_RUNS_SQL, params=params).fetchall():
+    for name, start, end in con.sql(sql_text("q_job_runs"), params=params).fetchall():
         runs[name].append((start, end))
     return {name: describe_schedule(spans) for name, spans in runs.items()}
 

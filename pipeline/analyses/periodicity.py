@@ -17,6 +17,7 @@ from datetime import datetime
 import duckdb
 import polars as pl
 
+from ..sql import sql_text
 from . import jobs
 from .aggregates import utc_naive
 from .findings import Finding, Window
@@ -32,28 +33,17 @@ FLEET_MIN_RATIO = 1.25
 # does, a one-day burst does not.
 MIN_RECURRENCE = 0.5
 
-_MINUTES_SQL = """
-SELECT instance, minute, requests, ooms, exposure, traffic_source
-FROM fct_traffic_exposure
-WHERE ($since IS NULL OR minute >= $since::TIMESTAMP) AND ($until IS NULL OR minute < $until::TIMESTAMP)
-"""
-
-_EXPLAINED_SQL = """
-SELECT DISTINCT name, instance, minute FROM fct_job_minutes
-WHERE inside AND on_job_host AND list_contains($names, name)
-  AND ($since IS NULL OR minute >= $since::TIMESTAMP) AND ($until IS NULL OR minute < $until::TIMESTAMP)
-"""
-
 
 def minutes(con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None,
             explained: Iterable[tuple[str, str]] = ()) -> pl.DataFrame:
     """Per-minute traffic and OOMs with day and hour, minus the windows of `explained` (job, host) pairs."""
     params: dict[str, object] = {"since": utc_naive(since), "until": utc_naive(until)}
-    frame = con.sql(_MINUTES_SQL, params=params).pl()
+    frame = con.sql(sql_text("q_periodicity_minutes"), params=params).pl()
     pairs = pl.DataFrame(list(explained), schema={"name": pl.Utf8, "instance": pl.Utf8}, orient="row")
     if not pairs.is_empty():
         params["names"] = pairs["name"].unique().to_list()
-        inside = con.sql(_EXPLAINED_SQL, params=params).pl().join(pairs, on=["name", "instance"])
+        inside = con.sql(sql_text("q_periodicity_explained"), params=params).pl()
+        inside = inside.join(pairs, on=["name", "instance"])
         inside = inside.select("instance", "minute").unique()
         frame = frame.join(inside, on=["instance", "minute"], how="anti")
     return frame.with_columns(day=pl.col("minute").dt.truncate("1d"),
