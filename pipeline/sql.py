@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from functools import cache
 from pathlib import Path
 
@@ -83,8 +84,30 @@ def _create_in_dependency_order(con: duckdb.DuckDBPyConnection, names: list[str]
         pending = failed
 
 
+@cache
+def schema_fingerprint() -> str:
+    """A hash of every table, macro and view definition: tells whether a database's schema is current."""
+    digest = hashlib.sha256()
+    for folder in _FOLDERS:
+        for path in sorted((sql_root() / folder).glob("*.sql")):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return "oomlab schema " + digest.hexdigest()[:16]
+
+
+def _stored_fingerprint(con: duckdb.DuckDBPyConnection) -> str | None:
+    rows = con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'sources' "
+                       "AND schema_name = 'main' AND database_name = current_database()").fetchall()
+    return rows[0][0] if rows else None
+
+
 def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create every table, macro and view that does not exist yet."""
+    """Create every table, macro and view that does not exist yet, unless the database already has this
+    version's schema (its fingerprint is kept as the comment of `sources`): a connection then costs
+    nothing extra instead of re-creating dozens of views."""
+    fingerprint = schema_fingerprint()
+    if _stored_fingerprint(con) == fingerprint:
+        return
     for folder in _FOLDERS:
         names = names_in(folder)
         _create_in_dependency_order(con, _view_order(names) if folder == "views" else names)
+    con.execute(f"COMMENT ON TABLE sources IS '{fingerprint}'")  # hex digits only: nothing to escape

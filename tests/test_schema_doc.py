@@ -56,3 +56,18 @@ def test_every_view_is_documented():
     text = DOC.read_text(encoding="utf-8")
     views = sorted(p.stem for p in (Path(__file__).parent.parent / "sql" / "views").glob("*.sql"))
     assert views and [v for v in views if f"`{v}`" not in text] == []
+
+
+def test_an_outdated_schema_is_brought_up_to_date_and_a_current_one_left_alone(db):
+    con = connect(db)
+    con.execute("DROP VIEW rpt_sources")
+    con.close()
+    con = connect(db)  # fingerprint unchanged: the schema is trusted as it is
+    assert con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'rpt_sources'").fetchall() == [(0,)]
+    con.execute("COMMENT ON TABLE sources IS 'oomlab schema of an older version'")
+    con.close()
+    con = connect(db)
+    try:
+        assert con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'rpt_sources'").fetchall() == [(1,)]
+    finally:
+        con.close()
