@@ -41,7 +41,8 @@ FIELDS: tuple[Field, ...] = (
     Field("allocated_after", "bytes", ("memory_allocated_after",)),
     Field("reserved_before", "bytes", ("memory_reserved_before",)),
     Field("reserved_after", "bytes", ("memory_reserved_after",)),
-    Field("peak_allocated", "bytes", ("allocated_peak", "max_allocated", "max_memory_allocated", "peak_memory", "peak")),
+    Field("peak_allocated", "bytes",
+          ("allocated_peak", "max_allocated", "max_memory_allocated", "peak_memory", "peak")),
     Field("device_total", "bytes", ("total_memory", "device_memory", "gpu_memory_total", "memory_total")),
 )
 

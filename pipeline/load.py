@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -14,7 +14,6 @@ import pyarrow as pa
 from .errors import DatabaseBusyError, DatabaseError
 from .records import OomMessage, Reject
 from .sql import apply_schema, bind, run_file, sql_text
-
 
 
 def connect(db_path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
@@ -108,7 +107,7 @@ class SourceRow:
 def insert_source(con: duckdb.DuckDBPyConnection, src: SourceRow) -> None:
     run_file(con, "insert_source", {
         "source_id": src.source_id, "path": src.path, "sha256": src.sha256, "kind": src.kind,
-        "ingested_at": datetime.now(timezone.utc).replace(tzinfo=None), "rows": src.rows,
+        "ingested_at": datetime.now(UTC).replace(tzinfo=None), "rows": src.rows,
         "rejects": src.rejects, "size_bytes": src.size_bytes, "labels": json.dumps(src.labels, sort_keys=True),
     })
 

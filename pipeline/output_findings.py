@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -17,7 +17,7 @@ from .analyses.findings import Finding
 def findings_document(found: list[Finding], since: datetime | None, until: datetime | None) -> dict[str, object]:
     """The documented JSON document (docs/findings.md)."""
     return {
-        "generated_at": datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0).isoformat(),
+        "generated_at": datetime.now(UTC).replace(tzinfo=None, microsecond=0).isoformat(),
         "since": since.isoformat() if since else None,
         "until": until.isoformat() if until else None,
         "findings": [f.to_json() for f in found],

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+
 from oomlab.load_snapshot import inspect_connection
 from oomlab.parse.safe_pickle import load_plain_pickle
 from oomlab.parse.snapshot import SnapshotData, read_snapshot

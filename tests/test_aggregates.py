@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 import duckdb
 import polars as pl
 import pytest
-from conftest import FLEET, H200, read_jsonl_gz
+
 from oomlab.analyses.aggregates import (
     DIMENSIONS,
     oom_rates,
@@ -23,6 +23,8 @@ from oomlab.analyses.aggregates import (
 )
 from oomlab.errors import DatabaseError
 from oomlab.sql import apply_schema
+
+from conftest import FLEET, H200, read_jsonl_gz
 
 TRUTHS = json.loads((FLEET / "truths.json").read_text())
 FLEET_INSTANCES = {i["name"] for i in TRUTHS["instances"]}

@@ -12,10 +12,12 @@ import duckdb
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import FLEET, H200
+
 from oomlab.analyses import classify
 from oomlab.analyses.classify_rules import CAUSES, OomFacts, decide
 from oomlab.cli import cli
+
+from conftest import FLEET, H200
 
 GIB = 1 << 30
 TRUTHS = json.loads((FLEET / "truths.json").read_text(encoding="utf-8"))

@@ -8,6 +8,7 @@ import pytest
 
 import oomlab
 from oomlab.cli import cli
+
 from conftest import H200
 
 

@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from conftest import FLEET
 from oomlab.analyses.all_findings import merge_related
 from oomlab.analyses.findings import KINDS, Finding, rank
+
+from conftest import FLEET
 
 TRUTHS = json.loads((FLEET / "truths.json").read_text())
 

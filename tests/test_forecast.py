@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
-from conftest import FLEET
+
 from oomlab.analyses import forecast
 from oomlab.analyses.forecast import fit_trend, hour_profile
+
+from conftest import FLEET
 
 TRUTHS = json.loads((FLEET / "truths.json").read_text())
 # While v1.5 leaks: after the watchdog restarts of 11-08/11-09 on the A10s, before those of 11-11.

@@ -13,6 +13,7 @@ import pytest
 
 import oomlab.ingest as ingest_module
 import oomlab.ingest_structured as structured_module
+
 from conftest import H200
 
 GOOD = {"ts": "2026-11-30T01:00:00Z", "instance": "gpu-1", "batch_size": 2, "input_sequence_length": 64}

@@ -9,12 +9,14 @@ from datetime import datetime, timedelta
 import duckdb
 import polars as pl
 import pytest
-from conftest import FLEET
+from scipy import stats
+
 from oomlab.analyses import jobs
 from oomlab.analyses.findings import Finding
 from oomlab.analyses.rate_tests import holm, pooled_rate_ratio, rate_ratio, rate_ratio_p
 from oomlab.sql import apply_schema
-from scipy import stats
+
+from conftest import FLEET
 
 TRUTHS = json.loads((FLEET / "truths.json").read_text())
 BACKUP = TRUTHS["backup"]

@@ -9,9 +9,11 @@ from datetime import datetime, timedelta
 import numpy as np
 import polars as pl
 import pytest
-from conftest import FLEET
+
 from oomlab.analyses import leaks
 from oomlab.analyses.findings import Finding
+
+from conftest import FLEET
 
 GIB = 1 << 30
 MIB = 1 << 20

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from oomlab.errors import OomlabError, ParseError
 from oomlab.parse import oom_clean, oom_patterns, oom_signatures
 from oomlab.parse.oom_message import OOM_MARKERS, parse_oom_message

@@ -7,10 +7,12 @@ import json
 
 import polars as pl
 import pytest
-from conftest import FLEET
+from test_jobs import DAYS, SPIKE, tiny_fleet
+
 from oomlab.analyses import periodicity
 from oomlab.analyses.aggregates import oom_rates
-from test_jobs import DAYS, SPIKE, tiny_fleet
+
+from conftest import FLEET
 
 TRUTHS = json.loads((FLEET / "truths.json").read_text())
 BACKUP = TRUTHS["backup"]

@@ -4,14 +4,15 @@ threshold, and the cross-validated model."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
-from conftest import FLEET, H200, read_jsonl_gz
+
 from oomlab.analyses import prompt_risk, prompt_threshold
 from oomlab.analyses.prompt_threshold import best_cut, round_down
+
+from conftest import FLEET, H200, read_jsonl_gz
 
 TRUTHS = json.loads((FLEET / "truths.json").read_text())
 A10_TOTAL = TRUTHS["prompt_threshold"]["device_total"]

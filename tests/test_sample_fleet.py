@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 import pytest
 from click.testing import CliRunner
+
 from oomlab.cli import cli
 from oomlab.parse.oom_message import parse_oom_message
 from oomlab.parse.textlog import scan_text_log

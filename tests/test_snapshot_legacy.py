@@ -11,7 +11,9 @@ from typing import Any
 
 import pyarrow.compute as pc
 import pytest
+
 from oomlab.parse.snapshot import SnapshotData, read_snapshot
+
 from snapshot_cases import raw_case, read_case
 
 SCENARIO, NAME = "fragmentation", "snapshot_fragmented_oom"

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
+
 from oomlab.parse.compression import read_head
 from oomlab.parse.snapshot import read_snapshot, sniff_snapshot
+
 from snapshot_cases import DATA, SNAPSHOTS, read_case, snapshot_path
 
 # Snapshot -> the memory_stats dump taken at the same moment (fixtures README: both dumped together).

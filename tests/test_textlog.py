@@ -15,6 +15,7 @@ import pytest
 import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from oomlab.errors import InputError
 from oomlab.parse import textscan
 from oomlab.parse.oom_message import OOM_MARKERS, parse_oom_message

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import FLEET, H200, read_jsonl_gz
+
 from oomlab.analyses import sizing, water_levels
 from oomlab.analyses.sizing import CARDS, card_name, smallest_card
+
+from conftest import FLEET, H200, read_jsonl_gz
 
 TRUTHS = json.loads((FLEET / "truths.json").read_text())
 GIB = 1 << 30

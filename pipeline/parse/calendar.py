@@ -47,7 +47,7 @@ class JobRule:
 def is_calendar(columns: list[str]) -> bool:
     """True for the columns of either calendar shape."""
     names = {c.strip().lower() for c in columns}
-    return OCCURRENCE_COLUMNS <= names or RECURRING_COLUMNS <= names
+    return names >= OCCURRENCE_COLUMNS or names >= RECURRING_COLUMNS
 
 
 def parse_hosts(value: object) -> tuple[str, ...] | None:

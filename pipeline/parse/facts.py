@@ -76,7 +76,7 @@ def facts_in_background(path: str | Path, count_lines: bool = True) -> Future[Fi
     def run() -> None:
         try:
             future.set_result(file_facts(path, count_lines))
-        except Exception as exc:  # noqa: BLE001 - handed to the caller through the future
+        except Exception as exc:  # any failure goes to the caller through the future
             future.set_exception(exc)
 
     threading.Thread(target=run, daemon=True, name="oomlab-facts").start()

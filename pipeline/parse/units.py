@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo
 
 # Binary multiples throughout: frameworks that print "GB" mean GiB (domain.md), and so do our logs.
@@ -62,7 +62,7 @@ def to_utc_naive(moment: datetime, default_tz: tzinfo | None = None) -> datetime
         if default_tz is None:
             return moment
         moment = moment.replace(tzinfo=default_tz)
-    return moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return moment.astimezone(UTC).replace(tzinfo=None)
 
 
 def parse_timestamp(value: object, default_tz: str | None = None) -> datetime | None:
