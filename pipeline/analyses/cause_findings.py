@@ -14,6 +14,7 @@ from typing import cast
 import duckdb
 import polars as pl
 
+from ..sql import sql_text
 from .classify_rules import size
 from .findings import Finding, Window
 from .oom_limits import token_cost
@@ -22,9 +23,6 @@ from .oom_limits import token_cost
 JOB_SHARE = 0.8
 # OOMs that all fall within this many hours of the day form a recurring window worth naming.
 RECURRING_SPAN_HOURS = 6
-
-_JOBS = "SELECT name, start_ts, end_ts, hosts FROM job_occurrences WHERE end_ts > start_ts"
-
 
 def cause_findings(con: duckdb.DuckDBPyConnection, classified: pl.DataFrame) -> list[Finding]:
     """Fragmentation, external-pressure and capacity findings from one classification."""
@@ -99,7 +97,7 @@ def external_findings(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> l
 
 def _job_of(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.DataFrame:
     """Per event, the scheduled job running on its host at the time, when that job holds most of them."""
-    jobs = con.sql(_JOBS).pl()
+    jobs = con.sql(sql_text("q_job_occurrences")).pl()
     if jobs.is_empty():
         return pl.DataFrame(schema={"event_id": pl.Int64, "job": pl.Utf8})
     inside = (events.select("event_id", "instance", "ts").join(jobs, how="cross")

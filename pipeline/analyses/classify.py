@@ -13,6 +13,7 @@ from typing import cast
 import duckdb
 import polars as pl
 
+from ..sql import sql_text
 from . import leaks
 from .cause_findings import cause_findings
 from .classify_rules import OomFacts, Verdict, decide
@@ -26,13 +27,6 @@ SNAPSHOT_MATCH = timedelta(seconds=2)
 LIFETIME_SLACK = timedelta(hours=6)
 # Rules too weak to stand against a snapshot that shows the allocator's actual layout.
 _WEAK_RULES = frozenset({"slack_fragmentation", "transient", "message_capacity", "none", "no_numbers"})
-
-_CONTEXT = """
-SELECT * FROM fct_oom_context
-WHERE ($since::TIMESTAMP IS NULL OR ts >= $since::TIMESTAMP)
-  AND ($until::TIMESTAMP IS NULL OR ts < $until::TIMESTAMP)
-ORDER BY ts, event_id
-"""
 
 RESULT_SCHEMA: dict[str, pl.DataType] = {
     "event_id": pl.Int64(), "ts": pl.Datetime("us"), "instance": pl.Utf8(), "gpu_index": pl.Int32(),
@@ -54,7 +48,7 @@ def classify_ooms(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
     OOM its starting baseline, so they are read from before `since` too. `duplicate_of` names the log event
     a snapshot's OOM repeats (count one of them).
     """
-    events = con.sql(_CONTEXT, params={"since": since, "until": until}).pl()
+    events = con.sql(sql_text("q_oom_context"), params={"since": since, "until": until}).pl()
     if events.is_empty():
         return pl.DataFrame(schema=RESULT_SCHEMA)
     lives = leaks.lifetimes(con, None, until) if lives is None else lives

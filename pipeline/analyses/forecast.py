@@ -21,6 +21,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from ..sql import sql_text
 from .findings import Finding, Window
 from .sizing import card_name
 from .water_levels import WINDOW_SQL, window_params
@@ -33,16 +34,6 @@ MIN_SLOPE_PER_DAY = 0.005
 MIN_T_STAT = 3.0
 MIN_R2 = 0.3  # a line explaining less than this of the variation is not a trend to project
 RECENT_NEEDS_DAYS = 7  # the request mix the expected-OOM estimate assumes will continue
-
-_HOURLY = """
-SELECT instance, gpu_index, lifetime, hour, model_version, device_total, requests, ooms,
-       held_level, allocated_level
-FROM fct_water_hourly
--- whole hours inside the window only: a partial hour would mix in requests from outside it
-WHERE ($since::TIMESTAMP IS NULL OR hour >= $since)
-  AND ($until::TIMESTAMP IS NULL OR hour + INTERVAL 1 HOUR <= $until)
-ORDER BY instance, gpu_index, hour
-"""
 
 
 @dataclass(frozen=True)
@@ -79,7 +70,7 @@ def fit_trend(days: np.ndarray, values: np.ndarray) -> Trend:
 def hourly_levels(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
                   until: datetime | None = None) -> pl.DataFrame:
     """fct_water_hourly over the window, with `days` since each lifetime's first hour and `hod`."""
-    frame = con.sql(_HOURLY, params=window_params(since, until)).pl()
+    frame = con.sql(sql_text("q_forecast_hourly"), params=window_params(since, until)).pl()
     start = pl.col("hour").min().over("instance", "gpu_index", "lifetime")
     return frame.with_columns(
         ((pl.col("hour") - start).dt.total_seconds() / 86400).alias("days"),

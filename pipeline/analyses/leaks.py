@@ -16,6 +16,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from ..sql import sql_text
 from .findings import Finding, Window
 from .oom_limits import instance_limits
 
@@ -38,13 +39,6 @@ VERSION_LEAK_SHARE = 0.5
 # The stopgap restart interval: restart before the leak has taken this share of the room requests have
 # above the starting baseline. The largest requests fail first, long before a typical one would.
 RESTART_HEADROOM_SHARE = 0.10
-
-_WINDOWS = """
-SELECT * FROM fct_leak_windows
-WHERE ($since::TIMESTAMP IS NULL OR window_end >= $since::TIMESTAMP)
-  AND ($until::TIMESTAMP IS NULL OR window_start < $until::TIMESTAMP)
-ORDER BY instance, gpu_index, lifetime, window_index
-"""
 
 
 @dataclass(frozen=True)
@@ -76,7 +70,7 @@ def theil_sen(x: np.ndarray, y: np.ndarray) -> Fit:
 def windows(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
             until: datetime | None = None) -> pl.DataFrame:
     """The windowed minima of every lifetime overlapping [since, until) (view `fct_leak_windows`)."""
-    return con.sql(_WINDOWS, params={"since": since, "until": until}).pl()
+    return con.sql(sql_text("q_leak_windows"), params={"since": since, "until": until}).pl()
 
 
 def lifetimes(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
