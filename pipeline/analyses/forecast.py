@@ -24,7 +24,7 @@ import polars as pl
 from ..sql import sql_text
 from .findings import Finding, Window
 from .sizing import card_name
-from .water_levels import WINDOW_SQL, window_params
+from .water_levels import window_params
 
 LEVELS: tuple[float, ...] = (0.80, 0.95)
 HORIZON_DAYS = 14
@@ -185,18 +185,6 @@ def _no_trend(reason: str) -> dict[str, object]:
     return empty | {"expected_ooms": 0.0, "_allocated_trend": None}
 
 
-_NEEDS = f"""
-WITH windowed AS (
-    SELECT instance, gpu_index, ts, need_bytes FROM fct_water_requests WHERE {WINDOW_SQL}
-),
-ends AS (SELECT instance, gpu_index, max(ts) AS last_ts FROM windowed GROUP BY ALL)
-SELECT instance, gpu_index,
-       count(*) * 86400 / greatest(epoch(max(ts)) - epoch(min(ts)), 3600) AS requests_per_day,
-       quantile_disc(need_bytes, $probabilities) AS needs
-FROM windowed JOIN ends USING (instance, gpu_index)
-WHERE ts > last_ts - to_days($recent_days)
-GROUP BY ALL
-"""
 # The need distribution is kept as 1,000 quantiles: enough for shares to 0.1 %, whatever the traffic.
 _PROBABILITIES = [(i + 0.5) / 1000 for i in range(1000)]
 
@@ -205,7 +193,7 @@ def _recent_needs(con: duckdb.DuckDBPyConnection, since: datetime | None,
                   until: datetime | None) -> pl.DataFrame:
     """Per device: the last week's request rate per day and the quantiles of its requests' peak needs."""
     params = window_params(since, until) | {"probabilities": _PROBABILITIES, "recent_days": RECENT_NEEDS_DAYS}
-    return con.sql(_NEEDS, params=params).pl()
+    return con.sql(sql_text("q_forecast_request_needs"), params=params).pl()
 
 
 def _expected_ooms(row: dict[str, object], allocated: Trend | None, needs: pl.DataFrame) -> float:

@@ -22,10 +22,11 @@ from sklearn.model_selection import StratifiedKFold, cross_validate
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from ..sql import sql_text
 from .findings import Finding, Window
 from .prompt_threshold import METRICS, size_counts, thresholds
 from .sizing import GIB, card_name
-from .water_levels import WINDOW_SQL, window_params
+from .water_levels import window_params
 
 CV_FOLDS = 5
 MAX_MODEL_ROWS = 50_000  # ~2 s of 5-fold CV on two cores; a boundary this sharp needs no more
@@ -64,16 +65,6 @@ def features(frame: pl.DataFrame, versions: tuple[str, ...]) -> np.ndarray:
     return np.column_stack(columns)
 
 
-_CLEAN = f"""
-SELECT model_version, capacity_bytes, is_oom, batch_size, input_sequence_length, output_sequence_length,
-       batch_x_input, batch_x_tokens
-FROM fct_prompt_requests
-WHERE excluded_because IS NULL AND {WINDOW_SQL}
-  -- a deterministic 1-in-`every` sample: the model needs shape, not every row of a 10M-request fleet
-  AND hash(instance, gpu_index, ts, request_id, batch_size, input_sequence_length) % $every = 0
-"""
-_CLEAN_COUNT = f"SELECT count(*) FROM fct_prompt_requests WHERE excluded_because IS NULL AND {WINDOW_SQL}"
-
 
 def model_rows(con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None,
                clean_requests: int | None = None) -> pl.DataFrame:
@@ -81,9 +72,9 @@ def model_rows(con: duckdb.DuckDBPyConnection, since: datetime | None = None, un
     `clean_requests`: their number, if known."""
     params = window_params(since, until)
     if clean_requests is None:
-        clean_requests = int(con.sql(_CLEAN_COUNT, params=params).fetchall()[0][0])
+        clean_requests = int(con.sql(sql_text("q_prompt_clean_count"), params=params).fetchall()[0][0])
     every = max(1, -(-clean_requests // MAX_MODEL_ROWS))
-    return con.sql(_CLEAN, params=params | {"every": every}).pl()
+    return con.sql(sql_text("q_prompt_clean_requests"), params=params | {"every": every}).pl()
 
 
 def fit_risk_model(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
@@ -151,24 +142,12 @@ def findings(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
     clean = int(one_metric.select(pl.col("oks").sum() + pl.col("fails").sum()).item())
     model = fit_risk_model(con, since, until, clean_requests=clean)
     params = window_params(since, until)
-    ooms = con.sql(_OOMS, params=params).pl().join(
-        con.sql(_SPANS, params=params).pl(), on=["device_total", "capacity_bytes"], how="left")
+    ooms = con.sql(sql_text("q_prompt_oom_counts"), params=params).pl().join(
+        con.sql(sql_text("q_prompt_spans"), params=params).pl(), on=["device_total", "capacity_bytes"], how="left")
     return [_finding(row, model, ooms, since, until) for row in table.iter_rows(named=True)]
 
 
 # Every OOM request, and each card's first and last request, in the window: few rows, read once.
-_OOMS = f"""
-SELECT device_total, capacity_bytes, model_version, batch_x_input, batch_x_tokens
-FROM fct_prompt_requests
-WHERE is_oom AND {WINDOW_SQL}
-"""
-_SPANS = f"""
-SELECT device_total, capacity_bytes, min(ts) AS first_ts, max(ts) AS last_ts
-FROM fct_prompt_requests
-WHERE {WINDOW_SQL}
-GROUP BY ALL
-"""
-
 
 def _finding(row: dict, model: RiskModel | None, ooms: pl.DataFrame, since: datetime | None,
              until: datetime | None) -> Finding:

@@ -17,7 +17,8 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from .water_levels import WINDOW_SQL, window_params
+from ..sql import sql_text
+from .water_levels import window_params
 
 METRICS: dict[str, str] = {
     "batch_x_input": "batch x input tokens",
@@ -31,19 +32,11 @@ MAX_ERROR_SHARE = 0.25
 CAP_MARGIN = 0.9  # the advised cap: 10 % below the largest clean success under the threshold
 
 # Row by row, for inspection and tests; the analyses below aggregate in SQL.
-_ROWS = f"""
-SELECT instance, gpu_index, ts, model_version, device_total, capacity_bytes, is_oom,
-       batch_size, input_sequence_length, output_sequence_length, batch_x_input, batch_x_tokens,
-       excluded_because
-FROM fct_prompt_requests
-WHERE {WINDOW_SQL}
-"""
-
 
 def prompt_requests(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
                     until: datetime | None = None) -> pl.DataFrame:
     """Every request with sizes and a known card in the window, with `excluded_because` (null: clean)."""
-    return con.sql(_ROWS, params=window_params(since, until)).pl()
+    return con.sql(sql_text("q_prompt_rows"), params=window_params(since, until)).pl()
 
 
 @dataclass(frozen=True)
@@ -78,24 +71,13 @@ def best_cut(sizes: np.ndarray, oks: np.ndarray, fails: np.ndarray) -> Cut | Non
 
 
 # Both size metrics in one pass over the requests: a grouping set each.
-_COUNTS = f"""
-SELECT CASE WHEN grouping(batch_x_input) = 0 THEN 'batch_x_input' ELSE 'batch_x_tokens' END AS metric,
-       device_total, capacity_bytes, model_version,
-       coalesce(batch_x_input, batch_x_tokens) AS size,
-       count(*) FILTER (WHERE NOT is_oom) AS oks,
-       count(*) FILTER (WHERE is_oom) AS fails
-FROM fct_prompt_requests
-WHERE excluded_because IS NULL AND {WINDOW_SQL}
-GROUP BY GROUPING SETS ((device_total, capacity_bytes, model_version, batch_x_input),
-                        (device_total, capacity_bytes, model_version, batch_x_tokens))
-"""
 _CARD = ["device_total", "capacity_bytes"]
 
 
 def size_counts(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
                 until: datetime | None = None) -> pl.DataFrame:
     """Clean successes and failures per size metric, card, model version and size (one pass)."""
-    return con.sql(_COUNTS, params=window_params(since, until)).pl()
+    return con.sql(sql_text("q_prompt_size_counts"), params=window_params(since, until)).pl()
 
 
 def boundaries(con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None,

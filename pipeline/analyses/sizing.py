@@ -15,8 +15,9 @@ from datetime import date, datetime, timedelta
 import duckdb
 import polars as pl
 
+from ..sql import sql_text
 from .findings import Finding, Window
-from .water_levels import WINDOW_SQL, water_levels, window_params
+from .water_levels import water_levels, window_params
 
 GIB = 1 << 30
 LOOKBACK_DAYS = 14
@@ -83,45 +84,20 @@ def smallest_card(need_bytes: float) -> Card | None:
     return min(fitting, key=lambda c: (c.total_bytes, -c.bandwidth_gbs)) if fitting else None
 
 
-_DAILY = f"""
-SELECT instance, gpu_index, ts::DATE AS day,
-       max(device_total) AS device_total,
-       max(peak_level) AS peak_level,
-       max(peak_allocated) / max(device_total) AS allocated_peak_level,
-       max(peak_bytes) AS peak_bytes,
-       max(peak_allocated) AS peak_allocated_bytes,
-       count(*) FILTER (WHERE is_oom) AS ooms,
-       count(*) AS requests
-FROM fct_water_requests
-WHERE {WINDOW_SQL}
-GROUP BY ALL
-ORDER BY instance, gpu_index, day
-"""
-
 
 def daily_peaks(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
                 until: datetime | None = None) -> pl.DataFrame:
     """Per device and UTC day: the peak level (whatever held more), the allocated-only peak, the peak bytes,
     OOMs and requests."""
-    return con.sql(_DAILY, params=window_params(since, until)).pl()
+    return con.sql(sql_text("q_sizing_daily_peaks"), params=window_params(since, until)).pl()
 
-
-_CONTEXT = f"""
-SELECT instance, coalesce(gpu_index, 0) AS gpu_index,
-       -- "this process has" less what PyTorch reserved (logged, or allocated + reserved-unallocated)
-       median(process_in_use_bytes - held)::BIGINT AS context_bytes
-FROM (SELECT *, coalesce(reserved_bytes, allocated_by_pytorch_bytes + reserved_unallocated_bytes) AS held
-      FROM oom_events)
-WHERE process_in_use_bytes > held AND {WINDOW_SQL}
-GROUP BY ALL
-"""
 
 
 def context_bytes(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
                   until: datetime | None = None) -> pl.DataFrame:
     """Per device: the memory its process holds outside PyTorch (CUDA context, libraries), from its
     OOM messages."""
-    return con.sql(_CONTEXT, params=window_params(since, until)).pl()
+    return con.sql(sql_text("q_sizing_context"), params=window_params(since, until)).pl()
 
 
 def sizing(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
