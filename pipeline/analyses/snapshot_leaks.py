@@ -5,6 +5,8 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
+from ..sql import sql_text
+
 DEFAULT_WINDOWS = 10
 # A suspect's baseline (the lowest live bytes in a window) must rise in at least this share of window
 # steps: a leak climbs steadily, while weights or a resident cache arrive once and then stay flat.
@@ -19,8 +21,8 @@ def site_growth(
 ) -> pl.DataFrame:
     """Per site: baseline growth over equal time windows of the trace (frees counted against the site
     that allocated the block), the number of rising window steps, and the live bytes and ages at the end."""
-    events = con.sql(_EVENTS, params=[snapshot_id]).pl()
-    live = con.sql(_LIVE, params=[snapshot_id]).pl()
+    events = con.sql(sql_text("q_snapshot_leaks_events"), params=[snapshot_id]).pl()
+    live = con.sql(sql_text("q_snapshot_leaks_live"), params=[snapshot_id]).pl()
     if events.is_empty():
         growth = pl.DataFrame(
             schema={"site": pl.String, "growth_bytes": pl.Int64, "rising_windows": pl.Int64}
@@ -79,16 +81,3 @@ def _baseline_growth(events: pl.DataFrame, windows: int) -> pl.DataFrame:
     )
 
 
-_EVENTS = """
-SELECT e.seq, e.time_us, coalesce(k.site, '<no stack>') AS site, e.active_delta AS delta
-FROM fct_snapshot_block_events AS e
-LEFT JOIN stacks AS k ON k.snapshot_id = e.snapshot_id AND k.stack_id = e.owner_stack_id
-WHERE e.snapshot_id = ?
-"""
-_LIVE = """
-SELECT site, sum(size)::BIGINT AS live_bytes, count(*) AS live_blocks,
-       sum(size) FILTER (WHERE before_trace)::BIGINT AS before_trace_bytes,
-       min(alloc_time_us) AS oldest_in_trace_time_us
-FROM fct_snapshot_live_blocks WHERE snapshot_id = ?
-GROUP BY site
-"""

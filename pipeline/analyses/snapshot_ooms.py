@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from ..sql import sql_text
 from .snapshot_layout import LayoutReplay, LayoutState
 
 FRAGMENTATION, CAPACITY, PER_PROCESS_CAP, EXTERNAL_PRESSURE = (
@@ -44,7 +45,7 @@ def oom_moments(
     con: duckdb.DuckDBPyConnection, snapshot_id: int, device_total_bytes: int | None = None
 ) -> list[OomMoment]:
     """Every `oom` entry of the snapshot with its state (replayed back from the final layout) and cause."""
-    ooms = con.sql(_OOMS, params=[snapshot_id]).fetchall()
+    ooms = con.sql(sql_text("q_snapshot_ooms_ooms"), params=[snapshot_id]).fetchall()
     moments: list[OomMoment] = []
     for device in sorted({row[1] for row in ooms}):
         rows = [row for row in ooms if row[1] == device]
@@ -113,7 +114,7 @@ def _states_at(
     replay = _final_layout(con, snapshot_id, device)
     wanted = sorted(seqs, reverse=True)
     states: dict[int, LayoutState] = {}
-    events = con.sql(_EVENTS_AFTER, params=[snapshot_id, device, min(seqs)]).fetchall()
+    events = con.sql(sql_text("q_snapshot_ooms_events_after"), params=[snapshot_id, device, min(seqs)]).fetchall()
     for seq, action, addr, size in events:
         while wanted and seq <= wanted[0]:
             states[wanted.pop(0)] = replay.state()
@@ -124,8 +125,8 @@ def _states_at(
 
 
 def _final_layout(con: duckdb.DuckDBPyConnection, snapshot_id: int, device: int) -> LayoutReplay:
-    ranges = con.sql(_SEGMENTS, params=[snapshot_id, device]).fetchall()
-    blocks = con.sql(_ACTIVE_BLOCKS, params=[snapshot_id, device]).fetchall()
+    ranges = con.sql(sql_text("q_snapshot_ooms_segments"), params=[snapshot_id, device]).fetchall()
+    blocks = con.sql(sql_text("q_snapshot_ooms_active_blocks"), params=[snapshot_id, device]).fetchall()
     allocated = sum(size for _addr, size, is_allocated in blocks if is_allocated)
     return LayoutReplay(ranges, {addr: size for addr, size, _a in blocks}, allocated)
 
@@ -134,16 +135,3 @@ def _gib(value: int) -> str:
     return f"{value / (1 << 30):.2f} GiB"
 
 
-_OOMS = """
-SELECT seq, device, time_us, requested_bytes, device_free_bytes
-FROM snapshot_ooms WHERE snapshot_id = ? ORDER BY seq
-"""
-_EVENTS_AFTER = """
-SELECT seq, action, addr, size FROM trace_events
-WHERE snapshot_id = ? AND device = ? AND seq >= ? ORDER BY seq DESC
-"""
-_SEGMENTS = "SELECT address, total_size, is_expandable FROM segments WHERE snapshot_id = ? AND device = ?"
-_ACTIVE_BLOCKS = """
-SELECT address, size, is_allocated FROM stg_snapshot_blocks
-WHERE snapshot_id = ? AND device = ? AND is_active
-"""

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
+from ..sql import sql_text
+
 VALUE_COLUMNS = ("allocated_bytes", "active_bytes", "reserved_bytes")
 _BLOCK = ((pl.col("size") + 511) // 512) * 512  # the trace records requested sizes; blocks are 512-multiples
 _SEGMENT = pl.col("size")
@@ -71,8 +73,8 @@ def replay(
     from the final segments (the ring may have wrapped, so the start is unknown), and the values before
     the first event. The same numbers as the view fct_snapshot_timeline, in polars: a running sum there
     costs a sort of the whole trace."""
-    events = con.sql(_EVENTS, params=[snapshot_id, device]).pl().sort("seq")
-    final = con.sql(_FINAL, params=[snapshot_id, device]).pl().row(0, named=True)
+    events = con.sql(sql_text("q_snapshot_timeline_events"), params=[snapshot_id, device]).pl().sort("seq")
+    final = con.sql(sql_text("q_snapshot_timeline_final"), params=[snapshot_id, device]).pl().row(0, named=True)
     deltas = events.with_columns(
         (pl.col("action").replace_strict(signs, default=0, return_dtype=pl.Int64) * size)
         .fill_null(0)
@@ -126,11 +128,3 @@ def _peak(full: pl.DataFrame, column: str, start: int) -> tuple[int, int | None]
     return int(row[column]), row["time_us"]
 
 
-_EVENTS = """
-SELECT seq, time_us, action::VARCHAR AS action, size FROM trace_events WHERE snapshot_id = ? AND device = ?
-"""
-_FINAL = """
-SELECT sum(allocated_size)::BIGINT AS allocated_size, sum(active_size)::BIGINT AS active_size,
-       sum(total_size)::BIGINT AS total_size
-FROM segments WHERE snapshot_id = ? AND device = ?
-"""
