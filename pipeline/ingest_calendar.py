@@ -4,21 +4,20 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
-import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 from . import load
 from .config import IngestOptions
 from .parse.calendar import JobRule, JobWindow, expand, read_calendar
 from .sql import sql_text
 
-_WINDOW_SCHEMA = pa.schema([("source_id", pa.int32()), ("line", pa.int64()), ("name", pa.string()),
-                            ("start_ts", pa.timestamp("us")), ("end_ts", pa.timestamp("us")),
-                            ("hosts", pa.list_(pa.string())), ("origin", pa.string())])
-_RULE_SCHEMA = pa.schema([("source_id", pa.int32()), ("line", pa.int64()), ("name", pa.string()),
-                          ("cron", pa.string()), ("duration_minutes", pa.float64()),
-                          ("hosts", pa.list_(pa.string()))])
+# Arrow is imported by the functions that build tables: `oomlab ingest` of request logs alone never
+# needs it, and refresh_rule_occurrences runs after every ingest.
 
 
 def ingest_calendar(con: duckdb.DuckDBPyConnection, path: Path, source_id: int,
@@ -33,18 +32,28 @@ def ingest_calendar(con: duckdb.DuckDBPyConnection, path: Path, source_id: int,
         else:
             rejects.append(item)
     _insert(con, "job_occurrences", _windows_table(source_id, windows, "calendar"))
+    import pyarrow as pa
+
+    rule_schema = pa.schema([("source_id", pa.int32()), ("line", pa.int64()), ("name", pa.string()),
+                             ("cron", pa.string()), ("duration_minutes", pa.float64()),
+                             ("hosts", pa.list_(pa.string()))])
     _insert(con, "calendar_rules", pa.Table.from_pylist(
         [{"source_id": source_id, "line": r.line, "name": r.name, "cron": r.cron,
           "duration_minutes": r.duration_minutes, "hosts": list(r.hosts) if r.hosts else None} for r in rules],
-        schema=_RULE_SCHEMA))
+        schema=rule_schema))
     return len(windows) + len(rules), load.insert_rejects(con, source_id, rejects)
 
 
 def _windows_table(source_id: int, windows: list[JobWindow], origin: str) -> pa.Table:
+    import pyarrow as pa
+
+    schema = pa.schema([("source_id", pa.int32()), ("line", pa.int64()), ("name", pa.string()),
+                        ("start_ts", pa.timestamp("us")), ("end_ts", pa.timestamp("us")),
+                        ("hosts", pa.list_(pa.string())), ("origin", pa.string())])
     return pa.Table.from_pylist(
         [{"source_id": source_id, "line": w.line, "name": w.name, "start_ts": w.start, "end_ts": w.end,
           "hosts": list(w.hosts) if w.hosts else None, "origin": origin} for w in windows],
-        schema=_WINDOW_SCHEMA)
+        schema=schema)
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:

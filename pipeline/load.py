@@ -7,9 +7,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
-import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 from .errors import DatabaseBusyError, DatabaseError
 from .records import OomMessage, Reject
@@ -112,17 +115,19 @@ def insert_source(con: duckdb.DuckDBPyConnection, src: SourceRow) -> None:
     })
 
 
-_REJECT_SCHEMA = pa.schema([("source_id", pa.int32()), ("line", pa.int64()), ("reason", pa.string()),
-                            ("raw", pa.string())])
 
 
 def insert_rejects(con: duckdb.DuckDBPyConnection, source_id: int, rejects: list[Reject]) -> int:
     """Append rejects found outside SQL; returns how many."""
     if not rejects:
         return 0
+    import pyarrow as pa  # here, not at the top: a run over clean request logs never needs it
+
+    schema = pa.schema([("source_id", pa.int32()), ("line", pa.int64()), ("reason", pa.string()),
+                        ("raw", pa.string())])
     table = pa.table({"source_id": [source_id] * len(rejects), "line": [r.line for r in rejects],
                       "reason": [r.reason for r in rejects], "raw": [r.raw for r in rejects]},
-                     schema=_REJECT_SCHEMA)
+                     schema=schema)
     con.register("new_rejects", table)
     con.execute("INSERT INTO rejects SELECT * FROM new_rejects")
     con.unregister("new_rejects")
@@ -136,11 +141,8 @@ OOM_COLUMNS: tuple[str, ...] = (
     "private_pool_bytes", "other_processes", "batch_size", "input_sequence_length", "output_sequence_length",
     "message", "request_id",
 )
-_PROCS = pa.list_(pa.struct([("pid", pa.int64()), ("in_use_bytes", pa.int64())]))
-_OOM_TYPES = {"source_id": pa.int32(), "line": pa.int64(), "ts": pa.timestamp("us"), "gpu_index": pa.int32(),
-              "other_processes": _PROCS, "instance": pa.string(), "model_version": pa.string(),
-              "framework": pa.string(), "origin": pa.string(), "message": pa.string(),
-              "request_id": pa.string(), "error": pa.string()}
+_INT32 = frozenset({"source_id", "gpu_index"})
+_TEXT = frozenset({"instance", "model_version", "framework", "origin", "message", "request_id", "error"})
 
 
 def oom_fields(oom: OomMessage) -> dict[str, object]:
@@ -169,7 +171,21 @@ def insert_oom_events(con: duckdb.DuckDBPyConnection, events: list[dict[str, obj
 
 
 def _oom_table(events: list[dict[str, object]], columns: tuple[str, ...]) -> pa.Table:
-    schema = pa.schema([(c, _OOM_TYPES.get(c, pa.int64())) for c in columns])
+    """OOM event dicts as an Arrow table with the oom_events column types (bytes and counts are int64)."""
+    import pyarrow as pa  # here, not at the top: only runs that hold OOMs pay for importing it
+
+    def arrow_type(column: str) -> pa.DataType:
+        if column in _INT32:
+            return pa.int32()
+        if column in _TEXT:
+            return pa.string()
+        if column == "ts":
+            return pa.timestamp("us")
+        if column == "other_processes":
+            return pa.list_(pa.struct([("pid", pa.int64()), ("in_use_bytes", pa.int64())]))
+        return pa.int64()
+
+    schema = pa.schema([(c, arrow_type(c)) for c in columns])
     return pa.table({c: [e.get(c) for e in events] for c in columns}, schema=schema)
 
 

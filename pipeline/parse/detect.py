@@ -11,7 +11,7 @@ from ..errors import EmptyInputError, InputError
 from ..fields import FIELDS, Field, looks_like_request_log
 from .calendar import is_calendar
 from .compression import read_head
-from .snapshot import sniff_snapshot
+from .snapshot_sniff import sniff_snapshot
 
 # Kinds a source can have; `sources.kind` stores these names.
 JSONL, JSON_ARRAY, CSV, PARQUET, SNAPSHOT, TEXT = "jsonl", "json", "csv", "parquet", "snapshot", "text"

@@ -18,10 +18,8 @@ from .compression import open_binary, read_head
 from .safe_pickle import gc_paused, load_plain_pickle
 from .snapshot_legacy import snapshot_root
 from .snapshot_segments import segment_tables
+from .snapshot_sniff import sniff_snapshot
 from .snapshot_stacks import StackInterner, frames_table, stacks_table
-
-_PICKLE_PROTOCOLS = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
-_JSON_MARKERS = (b'"segments"', b'"total_size"')
 
 
 @dataclass(frozen=True)
@@ -65,17 +63,6 @@ class SnapshotData:
     stacks: pa.Table
     frames: pa.Table
     ooms: pa.Table
-
-
-def sniff_snapshot(head: bytes) -> str | None:
-    """'pickle' for any pickle of protocol 2-5 (snapshot or not: the loader refuses the rest),
-    'json' for JSON text holding snapshot keys, None otherwise. `head`: the first decompressed bytes."""
-    if head[:2] in _PICKLE_PROTOCOLS:
-        return "pickle"
-    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if text[:1] in (b"{", b"[") and any(marker in head for marker in _JSON_MARKERS):
-        return "json"
-    return None
 
 
 def read_snapshot(path: str | Path) -> SnapshotData:

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 
 from ..errors import InputError
 from ..records import Reject
@@ -207,6 +206,8 @@ def robust_csv_stage(con: duckdb.DuckDBPyConnection, path: Path, work: Workspace
             continue
         rows.append(row)
         lines.append(reader.line_num)
+    import pyarrow as pa  # only this fallback needs it
+
     table = pa.table({"line": lines, **{h: [r[i] for r in rows] for i, h in enumerate(header)}},
                      schema=pa.schema([("line", pa.int64()), *((h, pa.string()) for h in header)]))
     name = f"robust_csv_{id(table)}"
