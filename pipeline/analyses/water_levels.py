@@ -44,12 +44,17 @@ def _params(since: datetime | None, until: datetime | None) -> dict[str, object]
 
 
 
+def _with_hourly(name: str) -> str:
+    """A water-level query with its shared hourly rows (q_water_hourly.sql) in place of `{hourly}`."""
+    return sql_text(name).replace("{hourly}", sql_text("q_water_hourly").rstrip().rstrip(";"))
+
+
 def water_levels(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
                  until: datetime | None = None) -> pl.DataFrame:
     """Per device: hours observed, hours held above 70/85/95 %, share of requests peaking above them, the
     steady level (median over clock hours of the time-weighted held level), the peaks, and the hours and
     episodes of predictive alert."""
-    query = sql_text("q_water_levels")
+    query = _with_hourly("q_water_levels")
     return con.sql(query, params=bind(query, _params(since, until))).pl()
 
 
@@ -58,7 +63,7 @@ def alert_episodes(con: duckdb.DuckDBPyConnection, since: datetime | None = None
                    until: datetime | None = None) -> pl.DataFrame:
     """Predictive alert episodes per device: runs of consecutive clock hours whose least free memory was
     below 1.2 x the largest peak need of the hour and the hour before."""
-    query = sql_text("q_water_alert_episodes")
+    query = _with_hourly("q_water_alert_episodes")
     return con.sql(query, params=bind(query, _params(since, until))).pl()
 
 
