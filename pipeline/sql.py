@@ -10,7 +10,8 @@ import duckdb
 
 from .errors import DatabaseError
 
-# Creation order: tables, then macros (views use them), then views layer by layer.
+# Creation order: tables, then macros and views together (scalar macros serve views, a table macro may read
+# views), macros first, then views layer by layer; what fails for a missing dependency is retried.
 _FOLDERS = ("tables", "macros", "views")
 _VIEW_LAYERS = ("stg_", "fct_", "rpt_")
 
@@ -107,7 +108,6 @@ def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
     fingerprint = schema_fingerprint()
     if _stored_fingerprint(con) == fingerprint:
         return
-    for folder in _FOLDERS:
-        names = names_in(folder)
-        _create_in_dependency_order(con, _view_order(names) if folder == "views" else names)
+    _create_in_dependency_order(con, names_in("tables"))
+    _create_in_dependency_order(con, names_in("macros") + _view_order(names_in("views")))
     con.execute(f"COMMENT ON TABLE sources IS '{fingerprint}'")  # hex digits only: nothing to escape

@@ -2,15 +2,7 @@
 -- with a request log over their requests), instances with an OOM, and requests lost (the sequences of the
 -- failed batches: a failing batch fails all of them; 1 when the batch size is not known).
 CREATE OR REPLACE VIEW rpt_oom_rate_weekly AS
-SELECT
-    date_trunc('week', ts) AS week_start,
-    count(*) FILTER (WHERE kind = 'request') AS requests,
-    count(*) FILTER (WHERE kind = 'oom') AS ooms,
-    count(*) FILTER (WHERE kind = 'oom' AND has_request_log) AS ooms_with_traffic,
-    1000.0 * count(*) FILTER (WHERE kind = 'oom' AND has_request_log)
-        / nullif(count(*) FILTER (WHERE kind = 'request'), 0) AS oom_rate_per_1k,
-    count(DISTINCT instance) FILTER (WHERE kind = 'oom') AS instances_affected,
-    coalesce(sum(coalesce(batch_size, 1)) FILTER (WHERE kind = 'oom'), 0)::BIGINT AS requests_lost
-FROM fct_traffic_events
-GROUP BY week_start
-ORDER BY week_start;
+SELECT period_start AS week_start, requests, ooms, ooms_with_traffic, oom_rate_per_1k, instances_affected,
+       requests_lost
+-- 2024-01-01 is a Monday: seven-day buckets from it are ISO weeks
+FROM oomlab_oom_periods(INTERVAL 7 DAY, TIMESTAMP '2024-01-01', NULL::TIMESTAMP, NULL::TIMESTAMP);
