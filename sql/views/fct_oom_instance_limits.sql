@@ -5,13 +5,13 @@ CREATE OR REPLACE VIEW fct_oom_instance_limits AS
 WITH served AS (
     SELECT
         instance,
-        coalesce(gpu_index, 0) AS gpu_index,
+        gpu_index,
         max(device_total) AS device_total,
-        max(peak_allocated) FILTER (WHERE NOT coalesce(oomlab_is_oom(status, error), false)) AS max_ok_peak_bytes,
-        count(*) FILTER (WHERE NOT coalesce(oomlab_is_oom(status, error), false)) AS ok_requests,
+        max(peak_allocated) FILTER (WHERE NOT is_oom) AS max_ok_peak_bytes,
+        count(*) FILTER (WHERE NOT is_oom) AS ok_requests,
         approx_quantile(peak_allocated - allocated_before, 0.95)
-            FILTER (WHERE NOT coalesce(oomlab_is_oom(status, error), false)) AS p95_request_bytes
-    FROM requests
+            FILTER (WHERE NOT is_oom) AS p95_request_bytes
+    FROM stg_requests
     WHERE instance IS NOT NULL
     GROUP BY ALL
 ), messages AS (

@@ -14,7 +14,7 @@ FROM (
         peak_allocated,
         allocated_before,
         batch_size * (coalesce(input_sequence_length, 0) + coalesce(output_sequence_length, 0)) AS tokens
-    FROM requests
-    WHERE NOT coalesce(oomlab_is_oom(status, error), false)
+    FROM stg_requests
+    WHERE NOT is_oom
 )
 GROUP BY model_version;

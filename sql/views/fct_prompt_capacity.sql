@@ -5,8 +5,8 @@
 -- of the threshold instead (fct_prompt_requests).
 CREATE OR REPLACE VIEW fct_prompt_capacity AS
 WITH cards AS (
-    SELECT instance, coalesce(gpu_index, 0) AS gpu_index, max(device_total) AS device_total
-    FROM requests
+    SELECT instance, gpu_index, max(device_total) AS device_total
+    FROM stg_requests
     WHERE device_total > 0 AND instance IS NOT NULL
     GROUP BY ALL
 ),

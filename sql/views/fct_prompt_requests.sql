@@ -11,20 +11,20 @@
 -- directly with joins to small aggregates (no windows), so it streams on large fleets.
 CREATE OR REPLACE VIEW fct_prompt_requests AS
 WITH baselines AS (
-    SELECT instance, coalesce(gpu_index, 0) AS gpu_index, model_version,
+    SELECT instance, gpu_index, model_version,
            min(allocated_before) AS deployment_baseline
-    FROM requests
+    FROM stg_requests
     WHERE device_total > 0 AND instance IS NOT NULL
     GROUP BY ALL
 ),
 rows AS (
     SELECT
         r.instance,
-        coalesce(r.gpu_index, 0) AS gpu_index,
+        r.gpu_index,
         r.ts,
         r.model_version,
         r.request_id,
-        coalesce(oomlab_is_oom(r.status, r.error), false) AS is_oom,
+        r.is_oom,
         r.device_total,
         r.batch_size,
         r.input_sequence_length,
@@ -37,9 +37,9 @@ rows AS (
         coalesce(e.reserved_unallocated_bytes, r.reserved_memory - r.allocator_allocated)
             AS reserved_unallocated_bytes,
         coalesce(e.requested_bytes, r.requested_size) AS requested_bytes
-    FROM requests AS r
+    FROM stg_requests AS r
     JOIN baselines AS b
-        ON b.instance = r.instance AND b.gpu_index = coalesce(r.gpu_index, 0)
+        ON b.instance = r.instance AND b.gpu_index = r.gpu_index
        AND b.model_version IS NOT DISTINCT FROM r.model_version
     LEFT JOIN oom_events AS e
         ON e.origin = 'structured' AND e.source_id = r.source_id AND e.line = r.line

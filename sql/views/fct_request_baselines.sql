@@ -9,16 +9,16 @@ CREATE OR REPLACE VIEW fct_request_baselines AS
 WITH readings AS (
     SELECT
         instance,
-        coalesce(gpu_index, 0) AS gpu_index,
+        gpu_index,
         ts,
         model_version,
-        coalesce(oomlab_is_oom(status, error), false) AS is_oom,
+        is_oom,
         coalesce(allocated_before, allocated_after) AS level_before,
         allocated_after,
         reserved_after,
         peak_allocated,
         device_total
-    FROM requests
+    FROM stg_requests
     WHERE allocated_after IS NOT NULL AND instance IS NOT NULL
 ), spans AS (
     SELECT

@@ -11,8 +11,8 @@ WITH logged AS (
 ), raw AS (
     SELECT 'request' AS kind, ts, instance, model_version, batch_size,
            input_sequence_length AS input_tokens, output_sequence_length AS output_tokens,
-           coalesce(oomlab_is_oom(status, error), false) AS is_oom, true AS has_request_log
-    FROM requests
+           is_oom, true AS has_request_log
+    FROM stg_requests
     UNION ALL
     SELECT 'oom', o.ts, o.instance, o.model_version, o.batch_size,
            o.input_sequence_length, o.output_sequence_length,

@@ -9,11 +9,11 @@ CREATE OR REPLACE VIEW fct_water_requests AS
 WITH ordered AS (
     SELECT
         r.instance,
-        coalesce(r.gpu_index, 0) AS gpu_index,
+        r.gpu_index,
         r.model_version,
         r.ts,
         r.request_id,
-        coalesce(oomlab_is_oom(r.status, r.error), false) AS is_oom,
+        r.is_oom,
         r.device_total,
         r.batch_size,
         r.input_sequence_length,
@@ -36,9 +36,9 @@ WITH ordered AS (
             -- 256 MiB or 2 % of the card: well above allocator rounding and request jitter
             OR r.allocated_before < lag(r.allocated_after) OVER w - greatest(268435456, 0.02 * r.device_total),
             false) AS starts_lifetime
-    FROM requests AS r
+    FROM stg_requests AS r
     WHERE r.device_total > 0 AND r.instance IS NOT NULL
-    WINDOW w AS (PARTITION BY r.instance, coalesce(r.gpu_index, 0) ORDER BY r.ts)
+    WINDOW w AS (PARTITION BY r.instance, r.gpu_index ORDER BY r.ts)
 )
 SELECT
     *,
