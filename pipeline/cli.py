@@ -8,13 +8,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import click
 
 from . import __version__
+from .cli_common import DB_OPTION, size_option
 from .errors import OomlabError
 
 # Commands import the library inside their bodies: `oomlab --help` and `--version` stay instant
 # instead of loading DuckDB, polars and pyarrow first.
 
-DB_OPTION = click.option("--db", "db_path", default="oomlab.duckdb", show_default=True, envvar="OOMLAB_DB",
-                         type=click.Path(dir_okay=False), help="DuckDB file (env OOMLAB_DB).")
 
 
 class OomlabGroup(click.Group):
@@ -125,15 +124,6 @@ def findings(db_path: str, since: datetime | None, until: datetime | None, json_
         print_findings(found)
 
 
-def _size_option(value: str | None) -> int | None:
-    from .parse.units import parse_bytes
-
-    try:
-        return parse_bytes(value) if value is not None else None
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-
-
 @cli.group()
 def snapshot() -> None:
     """Explain PyTorch memory snapshots without a database."""
@@ -151,7 +141,7 @@ def snapshot_inspect(file: str, as_json: bool, request: str | None, device_total
     from .output import print_json
     from .output_snapshot import print_inspect
 
-    report = inspect_snapshot(file, _size_option(request), top=top, device_total_bytes=_size_option(device_total))
+    report = inspect_snapshot(file, size_option(request), top=top, device_total_bytes=size_option(device_total))
     print_json(report) if as_json else print_inspect(report)
 
 
@@ -168,6 +158,18 @@ def snapshot_diff(before: str, after: str, as_json: bool, top: int) -> None:
 
     diff = diff_snapshots(before, after, top=top)
     print_json(diff) if as_json else print_diff(diff)
+
+
+def _register_commands() -> None:
+    """Commands that live in modules of their own (cli_*.py), so each stays small."""
+    from .cli_estimate import alerts, estimate
+    from .cli_report import demo, report
+
+    for command in (report, demo, estimate, alerts):
+        cli.add_command(command)
+
+
+_register_commands()
 
 
 def main() -> None:

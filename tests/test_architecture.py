@@ -54,6 +54,6 @@ def test_no_module_imports_a_later_stage(path):
 def test_only_the_interface_draws_or_parses_options(path):
     source = path.read_text(encoding="utf-8")
     name = path.stem
-    if not (name.startswith("output") or name == "cli"):
+    if not (name.startswith(("output", "cli"))):
         assert "import click" not in source and "from rich" not in source, path.name
     assert "import plotly" not in source and "from plotly" not in source, path.name  # the report layer only
