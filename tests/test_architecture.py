@@ -16,6 +16,8 @@ FORBIDDEN: dict[str, set[str]] = {
     "load": {"ingest", "analyses", "api", "cli", "output"},
     "ingest": {"analyses", "api", "cli", "output"},
     "analyses": {"ingest", "api", "cli", "output"},
+    # Runs inside a user's service: it writes what ingest reads, and may use parsers, nothing later.
+    "capture": {"normalize", "load", "ingest", "analyses", "api", "cli", "output"},
 }
 
 
