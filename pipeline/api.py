@@ -13,6 +13,7 @@ from .config import IngestOptions
 from .errors import DatabaseError
 from .ingest import IngestReport, Progress, ingest_paths
 from .load import connect
+from .report.document import Report
 
 
 def ingest(db_path: str | Path, paths: list[str], options: IngestOptions,
@@ -60,3 +61,75 @@ def findings(db_path: str | Path, since: datetime | None = None, until: datetime
 def sources(db_path: str | Path) -> QueryResult:
     """What was ingested, oldest first."""
     return query(db_path, "SELECT * FROM rpt_sources")
+
+
+def weekly_report(db_path: str | Path, since: datetime | None = None, until: datetime | None = None) -> Report:
+    """The weekly review over [since, until) (default: the last 7 days of data)."""
+    from .report.weekly import weekly_report as build
+
+    con = connect(db_path, read_only=True)
+    try:
+        return build(con, since, until)
+    finally:
+        con.close()
+
+
+def incident_report(db_path: str | Path, event_id: int | None = None, instance: str | None = None,
+                    at: datetime | None = None) -> Report:
+    """The incident page of one OOM: by event id, or the OOM of `instance` nearest to `at`."""
+    from .report.incident import incident_report as build
+
+    con = connect(db_path, read_only=True)
+    try:
+        return build(con, event_id=event_id, instance=instance, at=at)
+    finally:
+        con.close()
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    """What `oomlab demo` made: the database, the pages written and the findings shown."""
+
+    db_path: Path
+    written: list[Path]
+    findings: list[dict[str, object]]
+    ingest: IngestReport
+
+
+def demo(out_dir: str | Path | None = None, progress: Progress | None = None) -> DemoResult:
+    """Ingest the bundled sample logs into a fresh database in `out_dir` and render the weekly report (the
+    fleet's last week) and the incident report of the OOM behind its most important finding."""
+    from .assets import asset_dir
+    from .report.demo_choices import folder_week, most_important_oom
+    from .report.incident import incident_report as build_incident
+    from .report.weekly import weekly_report as build_weekly
+
+    out = Path(out_dir) if out_dir else _new_folder(Path.cwd() / "oomlab-demo")
+    db_path = out / "oomlab-demo.duckdb"
+    out.mkdir(parents=True, exist_ok=True)
+    db_path.unlink(missing_ok=True)  # a fresh database every run: the demo must show the bundled data only
+    samples = asset_dir("sample_logs")
+    report = ingest(db_path, [str(samples / "fleet"), str(samples / "h200")], IngestOptions(), progress)
+    con = connect(db_path, read_only=True)
+    try:
+        since, until = folder_week(con, samples / "fleet") or (None, None)
+        weekly = build_weekly(con, since, until)
+        written = weekly.write(out / "weekly.html", out / "weekly.json")
+        window = weekly.doc["window"]
+        event = most_important_oom(con, weekly.doc["findings"], datetime.fromisoformat(window["since"]),
+                                   datetime.fromisoformat(window["until"]))
+        if event is not None:
+            written += build_incident(con, event_id=event).write(out / f"incident-{event}.html",
+                                                                 out / f"incident-{event}.json")
+    finally:
+        con.close()
+    return DemoResult(db_path, written, weekly.doc["findings"], report)
+
+
+def _new_folder(base: Path) -> Path:
+    """`base`, or `base-2`, `base-3`, ... : the first that does not exist yet."""
+    candidate, n = base, 1
+    while candidate.exists():
+        n += 1
+        candidate = base.with_name(f"{base.name}-{n}")
+    return candidate

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import duckdb
 
+from .assets import asset_dir
 from .errors import DatabaseError
 
 # Creation order: tables, then macros and views together (scalar macros serve views, a table macro may read
@@ -18,11 +19,7 @@ _VIEW_LAYERS = ("stg_", "fct_", "rpt_")
 
 def sql_root() -> Path:
     """The folder holding the SQL files: inside the installed package, or the repo's `sql/` in a checkout."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "sql", here.parent / "sql"):
-        if candidate.is_dir():
-            return candidate
-    raise DatabaseError(f"SQL folder not found next to {here}", hint="reinstall oomlab")
+    return asset_dir("sql")
 
 
 @cache

@@ -37,7 +37,7 @@ SELECT
     sum(requests)::BIGINT AS requests,
     sum(ooms)::BIGINT AS ooms,
     min(baseline_bytes) AS baseline_bytes,
-    arg_min(baseline_ts, baseline_bytes) AS baseline_ts,
+    arg_min(baseline_ts, (baseline_bytes, baseline_ts)) AS baseline_ts,
     min(baseline_bytes) FILTER (WHERE from_start <= 5) AS first_baseline_bytes,
     min(baseline_bytes) FILTER (WHERE from_end <= 5) AS last_baseline_bytes,
     min(reserved_min_bytes) AS reserved_min_bytes,

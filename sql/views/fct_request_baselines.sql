@@ -39,9 +39,9 @@ WITH readings AS (
         count(*) AS requests,
         count(*) FILTER (WHERE r.is_oom) AS ooms,
         min(r.allocated_after) AS baseline_bytes,
-        arg_min(r.ts, r.allocated_after) AS baseline_ts,
+        arg_min(r.ts, (r.allocated_after, r.ts)) AS baseline_ts,  -- ties: the earliest, so reruns agree
         min(r.level_before) AS low_bytes,
-        arg_min(r.ts, r.level_before) AS low_ts,
+        arg_min(r.ts, (r.level_before, r.ts)) AS low_ts,
         min(r.reserved_after) AS reserved_min_bytes,
         max(r.reserved_after) AS reserved_max_bytes,
         arg_max(r.reserved_after, r.ts) AS last_reserved_bytes,

@@ -11,7 +11,7 @@ WITH hours AS (
         gpu_index,
         date_trunc('hour', ts) AS hour,
         min(ts) AS first_ts,
-        arg_min(model_version, ts) AS model_version,
+        arg_min(model_version, (ts, model_version)) AS model_version,
         max(device_total) AS device_total,
         count(*) AS requests,
         count(*) FILTER (WHERE is_oom) AS ooms,

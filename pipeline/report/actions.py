@@ -1,0 +1,53 @@
+"""Findings as report entries: each with a one-line action to take, in the findings' ranked order.
+
+The analyses' `advice` says what to do in full; the action is its headline, built from the finding's own
+metrics. A leak's action names the allocation site when a snapshot of a leaking instance points at one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from ..analyses.findings import Finding
+from .snapshots import leak_site
+
+
+def finding_entries(con: duckdb.DuckDBPyConnection, found: list[Finding]) -> list[dict[str, Any]]:
+    """The findings' documented JSON plus `rank`, `score` (impact x confidence) and `action`."""
+    entries = []
+    for rank, finding in enumerate(found, start=1):
+        entry = finding.to_json()
+        site = leak_site(con, list(finding.metrics.get("instances") or [])) if finding.kind == "leak" else None
+        entry.update(rank=rank, score=round(finding.impact * finding.confidence, 3),
+                     action=action(finding, site), leak_site=site)
+        entries.append(entry)
+    return entries
+
+
+def action(finding: Finding, site: dict[str, Any] | None = None) -> str:
+    """The one thing to do about a finding, in a line."""
+    m = finding.metrics
+    subject = finding.subject
+    match finding.kind:
+        case "prompt_threshold" if m.get("cap"):
+            return f"Cap batch x tokens at {m['cap']:,} on {subject}"
+        case "leak":
+            where = f" at {site['site']}" if site else ""
+            return f"Fix the leak{where} in {subject.removeprefix('model_version ')}"
+        case "scheduled_job" if m.get("name"):
+            return f"Move {m['name']} out of its window" + (f" ({finding.window.recurring})"
+                                                          if finding.window and finding.window.recurring else "")
+        case "fragmentation":
+            return f"Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True on {m.get('instance', subject)}"
+        case "sizing":
+            return f"Resize {m.get('instance', subject)} ({m.get('card', 'its card')}): {m.get('action', 'review')}"
+        case "external_pressure":
+            return f"Give the service a GPU of its own on {', '.join(m.get('hosts') or [subject])}"
+        case "forecast":
+            return f"Act on {subject} before it reaches 95 % of its card"
+        case "periodic_window":
+            return f"Find what runs during {finding.window.recurring if finding.window else subject}"
+        case _:
+            return finding.advice.split(";")[0].split(". ")[0]

@@ -1,0 +1,142 @@
+"""The incident report as data: one OOM decoded, classified, put in its hours, and matched to a snapshot.
+
+JSON-able like the weekly document; the HTML layer draws only from it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from ..analyses.classify import SNAPSHOT_MATCH, classify_ooms
+from ..errors import OomlabError
+from ..sql import sql_text
+from .downsample import downsample
+from .incident_snapshot import snapshot_view
+from .next_steps import next_steps
+
+# The hours around an OOM that its timeline shows.
+CONTEXT = timedelta(hours=3)
+SIMILAR = 10
+# The decoded message, in the order a reader checks it; (label, column, kind).
+MESSAGE_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("tried to allocate", "requested_bytes", "size"),
+    ("device total capacity", "device_total_bytes", "size"),
+    ("free on the device", "free_bytes", "size"),
+    ("per-process cap (allowed)", "cap_bytes", "size"),
+    ("this process in use (incl. non-PyTorch)", "process_in_use_bytes", "size"),
+    ("allocated by PyTorch", "allocated_bytes", "size"),
+    ("reserved by PyTorch", "reserved_bytes", "size"),
+    ("reserved but unallocated", "reserved_unallocated_bytes", "size"),
+    ("non-PyTorch memory of this process", "non_pytorch_bytes", "size"),
+    ("other processes", "other_bytes", "size"),
+    ("other process ids", "other_pids", "text"),
+    ("batch size", "batch_size", "number"),
+    ("input tokens", "input_sequence_length", "number"),
+    ("output tokens", "output_sequence_length", "number"),
+    ("batch x (input + output) tokens", "tokens", "number"),
+    ("allocated before the request", "allocated_before", "size"),
+)
+
+
+def resolve_event(con: duckdb.DuckDBPyConnection, event_id: int | None, instance: str | None,
+                  at: datetime | None) -> int:
+    """The event id asked for: given, or the OOM of `instance` nearest to `at`."""
+    if event_id is not None:
+        return event_id
+    rows = con.sql(sql_text("q_incident_nearest"), params={"instance": instance, "at": at}).fetchall()
+    if not rows:
+        raise OomlabError(f"no OOM with a time on instance {instance!r}",
+                          hint="list them with: oomlab query \"SELECT DISTINCT instance FROM oom_events\"")
+    return int(rows[0][0])
+
+
+def incident_data(con: duckdb.DuckDBPyConnection, event_id: int | None = None, instance: str | None = None,
+                  at: datetime | None = None) -> dict[str, Any]:
+    """Everything the incident page shows about one OOM."""
+    event = _event(con, resolve_event(con, event_id, instance, at))
+    ts: datetime | None = event["ts"]
+    # up to the moment a snapshot of the same failure could have been stamped, so its copy is linked
+    classified = classify_ooms(con, None, ts + SNAPSHOT_MATCH if ts else None)
+    verdict = _verdict(classified, event["event_id"])
+    snapshot = snapshot_view(con, _snapshot_id(con, event, classified), event["requested_bytes"])
+    return {
+        "report": "incident",
+        "event": {k: v for k, v in event.items() if k not in {"message"}},
+        "message": event["message"],
+        "decoded": decoded_fields(event),
+        "verdict": verdict,
+        "timeline": timeline(con, event) if ts else None,
+        "snapshot": snapshot,
+        "similar": similar_incidents(classified, event),
+        "next_steps": next_steps(verdict, event, snapshot),
+    }
+
+
+def _event(con: duckdb.DuckDBPyConnection, event_id: int) -> dict[str, Any]:
+    rows = con.sql(sql_text("q_incident_event"), params={"event_id": event_id}).pl()
+    if rows.is_empty():
+        raise OomlabError(f"no OOM event {event_id}", hint="see: oomlab query \"SELECT event_id, ts, instance "
+                          "FROM oom_events ORDER BY ts\"")
+    event = rows.row(0, named=True)
+    event["source_file"] = str(event.pop("source_path") or "").replace("\\", "/").rsplit("/", 1)[-1]
+    return event
+
+
+def decoded_fields(event: dict[str, Any]) -> list[dict[str, Any]]:
+    """The message and request fields that are known, each with its label and how to show it."""
+    out = []
+    for label, column, kind in MESSAGE_FIELDS:
+        value = event.get(column)
+        if value is not None and value != []:
+            out.append({"label": label, "field": column, "value": value, "kind": kind})
+    return out
+
+
+def _verdict(classified: pl.DataFrame, event_id: int) -> dict[str, Any]:
+    rows = classified.filter(pl.col("event_id") == event_id)
+    if rows.is_empty():
+        return {"cause": "unknown", "confidence": 0.0, "evidence": "the event could not be classified",
+                "contributing": [], "rule": "none"}
+    return rows.row(0, named=True)
+
+
+def _snapshot_id(con: duckdb.DuckDBPyConnection, event: dict[str, Any], classified: pl.DataFrame) -> int | None:
+    """The snapshot that recorded this failure: the event's own, or one whose OOM repeats it."""
+    if event.get("snapshot_id") is not None:
+        return int(event["snapshot_id"])
+    copies = classified.filter(pl.col("duplicate_of") == event["event_id"])["event_id"].to_list()
+    if not copies:
+        return None
+    rows = con.sql(sql_text("q_incident_snapshot_of"), params={"event_ids": copies}).fetchall()
+    return int(rows[0][0]) if rows else None
+
+
+def timeline(con: duckdb.DuckDBPyConnection, event: dict[str, Any]) -> dict[str, Any]:
+    """Requests, memory, OOMs and scheduled jobs on the instance in the hours around the OOM."""
+    params = {"instance": event["instance"], "since": event["ts"] - CONTEXT, "until": event["ts"] + CONTEXT}
+    requests = con.sql(sql_text("q_incident_requests"), params=params).pl()
+    requests = downsample(requests.with_columns(pl.col("peak_allocated").fill_null(pl.col("allocated_after"))),
+                          "ts", "peak_allocated", keep="is_oom")
+    ooms = con.sql(sql_text("q_incident_ooms"), params=params).pl()
+    jobs = con.sql(sql_text("q_incident_jobs"), params=params).pl()
+    return {"since": params["since"], "until": params["until"], "requests": requests.to_dict(as_series=False),
+            "ooms": ooms.to_dict(as_series=False), "jobs": jobs.to_dicts()}
+
+
+def similar_incidents(classified: pl.DataFrame, event: dict[str, Any]) -> list[dict[str, Any]]:
+    """Earlier OOMs with the same cause on the same instance or model version, newest first."""
+    mine = classified.filter(pl.col("event_id") == event["event_id"])
+    if mine.is_empty() or event["ts"] is None:
+        return []
+    cause = mine["cause"][0]
+    same_place = pl.col("instance") == event["instance"]
+    if event["model_version"] is not None:
+        same_place = same_place | (pl.col("model_version") == event["model_version"])
+    earlier = classified.filter((pl.col("cause") == cause) & same_place & (pl.col("ts") < event["ts"])
+                                & pl.col("duplicate_of").is_null())
+    keep = ["event_id", "ts", "instance", "model_version", "cause", "requested_bytes", "tokens", "evidence"]
+    return earlier.sort(["ts", "event_id"], descending=True).head(SIMILAR).select(keep).to_dicts()

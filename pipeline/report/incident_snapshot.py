@@ -1,0 +1,53 @@
+"""The snapshot part of an incident: the allocator's state at the failure, why the request did not fit,
+where the memory was allocated, what grew, and the replayed timeline."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+
+from ..analyses.snapshot_leaks import leak_suspects
+from ..analyses.snapshot_ooms import oom_moments
+from ..analyses.snapshot_state import snapshot_state, would_fit
+from ..analyses.snapshot_timeline import timeline
+from .snapshots import snapshots_in_window, top_sites
+
+SUSPECTS = 5
+
+
+def snapshot_view(con: duckdb.DuckDBPyConnection, snapshot_id: int | None,
+                  requested_bytes: int | None) -> dict[str, Any] | None:
+    """Everything the incident page shows of the snapshot that recorded the failure; None without one."""
+    if snapshot_id is None:
+        return None
+    info = next(s for s in snapshots_in_window(con, None, None) if s["snapshot_id"] == snapshot_id)
+    return {
+        "info": info,
+        "state": asdict(snapshot_state(con, snapshot_id)),
+        "fit": asdict(would_fit(con, snapshot_id, requested_bytes)) if requested_bytes else None,
+        "ooms": [asdict(m) for m in oom_moments(con, snapshot_id)],
+        "top_sites": top_sites(con, [snapshot_id]),
+        "leak_suspects": leak_suspects(con, snapshot_id).head(SUSPECTS).to_dicts(),
+        "timeline": _replayed(con, snapshot_id),
+    }
+
+
+def _replayed(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> dict[str, Any] | None:
+    """Allocated and reserved bytes replayed from the trace (downsampled), with the OOM moments."""
+    replay = timeline(con, snapshot_id)
+    if replay is None:
+        return None
+    points = replay.points
+    return {"time": [_at(t) for t in points["time_us"].to_list()],
+            "allocated_bytes": points["allocated_bytes"].to_list(),
+            "reserved_bytes": points["reserved_bytes"].to_list(),
+            "oom_times": [_at(t) for t in replay.oom_times_us if t is not None],
+            "events": replay.event_count, "peak_allocated_bytes": replay.peak_allocated_bytes}
+
+
+def _at(time_us: int) -> datetime:
+    """Trace time (wall-clock microseconds) as naive UTC, like every stored time."""
+    return datetime.fromtimestamp(time_us / 1e6, UTC).replace(tzinfo=None)

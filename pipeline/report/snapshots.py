@@ -1,0 +1,42 @@
+"""Snapshots as the reports show them: which ones fall in a window, their top sites, a leak's likely site."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import duckdb
+
+from ..analyses.snapshot_leaks import leak_suspects
+from ..sql import sql_text
+
+TOP_SITES = 10
+
+
+def snapshots_in_window(con: duckdb.DuckDBPyConnection, since: datetime | None,
+                        until: datetime | None) -> list[dict[str, Any]]:
+    """Snapshots whose trace ends in [since, until), newest first (file name only: paths are local)."""
+    rows = con.sql(sql_text("q_report_snapshots"), params={"since": since, "until": until}).pl().to_dicts()
+    for row in rows:
+        row["file"] = str(row.pop("path")).replace("\\", "/").rsplit("/", 1)[-1]
+    return rows
+
+
+def top_sites(con: duckdb.DuckDBPyConnection, snapshot_ids: list[int], top: int = TOP_SITES) -> list[dict[str, Any]]:
+    """The allocation sites holding the most live bytes in each snapshot."""
+    if not snapshot_ids:
+        return []
+    params = {"snapshot_ids": snapshot_ids, "top": top}
+    return con.sql(sql_text("q_report_top_sites"), params=params).pl().to_dicts()
+
+
+def leak_site(con: duckdb.DuckDBPyConnection, instances: list[str]) -> dict[str, Any] | None:
+    """The strongest leak suspect in the newest snapshot of any of `instances`, or None."""
+    for snapshot in snapshots_in_window(con, None, None):
+        if snapshot["instance"] in instances:
+            suspects = leak_suspects(con, snapshot["snapshot_id"])
+            if not suspects.is_empty():
+                best = suspects.row(0, named=True)
+                return {"site": best["site"], "live_bytes": best["live_bytes"], "file": snapshot["file"],
+                        "snapshot_id": snapshot["snapshot_id"]}
+    return None

@@ -1,0 +1,149 @@
+"""The weekly report's figures, drawn from its document (weekly_data)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from .figures import GIB, OOM_COLOR, PALETTE, base_layout, figure, gib, level_bands
+
+FORECAST_DAYS = 14
+MAX_SITE_CHARTS = 3
+
+
+def weekly_charts(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Chart id -> figure, for the charts that have data (a missing section leaves its chart out)."""
+    charts = {
+        "heatmap": heatmap_chart(doc["heatmap"], doc["jobs"]),
+        "water": water_chart(doc["water"], doc["forecast"]) if doc["water"] else None,
+        "versions": rate_chart(doc["rates"]["model_version"], "model version"),
+        "prompt-input": rate_chart(doc["rates"]["input_length"], "prompt length bucket (tokens)"),
+        "prompt-batch-tokens": rate_chart(doc["rates"]["batch_tokens"], "batch x tokens bucket (tokens)"),
+        "leaks": leak_chart(doc["leaks"]) if doc["leaks"] else None,
+    }
+    for snapshot in doc["snapshots"][:MAX_SITE_CHARTS]:
+        sites = [s for s in doc["top_sites"] if s["snapshot_id"] == snapshot["snapshot_id"]]
+        if sites:
+            charts[f"sites-{snapshot['snapshot_id']}"] = sites_chart(sites)
+    return {name: chart for name, chart in charts.items() if chart is not None}
+
+
+def heatmap_chart(grid: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """OOM rate by hour x weekday, scheduled job windows outlined (red: a finding blames the job)."""
+    hover = [[f"{grid['days'][d]} {h:02d}:00<br>{grid['requests'][d][h]:,} requests, {grid['ooms'][d][h]:,} OOMs"
+              for h in range(24)] for d in range(7)]
+    trace = {"type": "heatmap", "z": grid["rate"], "x": grid["hours"], "y": grid["days"], "text": hover,
+             "hovertemplate": "%{text}<br>%{z:.2f} OOMs per 1,000 requests<extra></extra>",
+             "colorscale": "Reds", "colorbar": {"title": {"text": "OOMs per<br>1,000 req."}}, "hoverongaps": False}
+    shapes, notes = [], []
+    for job in jobs:
+        color = OOM_COLOR if job["blamed"] else "#555"
+        for day in job["weekdays"]:
+            for start, end in job["spans"]:
+                shapes.append({"type": "rect", "x0": start - 0.5, "x1": min(end, 24) - 0.5, "y0": day - 1.5,
+                               "y1": day - 0.5, "line": {"color": color, "width": 2 if job["blamed"] else 1,
+                                                          "dash": "solid" if job["blamed"] else "dot"}})
+        if job["spans"]:
+            notes.append({"x": job["spans"][0][0] - 0.5, "y": job["weekdays"][0] - 1.5, "text": job["name"],
+                          "showarrow": False, "xanchor": "left", "yanchor": "bottom",
+                          "font": {"size": 10, "color": color}})
+    layout = base_layout("hour of day (UTC, h)", "day of week", height=380, shapes=shapes, annotations=notes,
+                         xaxis={"dtick": 1}, yaxis={"autorange": "reversed"})
+    return figure([trace], layout)
+
+
+def water_chart(series: list[dict[str, Any]], forecasts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per device (a menu picks it; the highest peak first): hourly peak and held level with the 70/85/95 %
+    bands, OOM hours marked, and the trend forecast of the allocated level."""
+    series = sorted(series, key=lambda s: (-max((v or 0) for v in s["peak_level"]), s["instance"], s["gpu_index"]))
+    trends = {(f["instance"], f["gpu_index"]): f for f in forecasts}
+    traces: list[dict[str, Any]] = []
+    owners: list[int] = []
+    for i, s in enumerate(series):
+        device_traces = _device_water_traces(s, trends.get((s["instance"], s["gpu_index"])))
+        traces += [{**t, "visible": i == 0} for t in device_traces]
+        owners += [i] * len(device_traces)
+    start = min(s["hour"][0] for s in series)
+    end = max([s["hour"][-1] for s in series] + [t["x"][-1] for t in traces if t["name"] == "forecast"])
+    buttons = [{"label": _device(s), "method": "update",
+                "args": [{"visible": [owner == i for owner in owners]}, {}]} for i, s in enumerate(series)]
+    layout = base_layout("time (UTC)", "memory (% of the card)", height=420, shapes=level_bands(start, end),
+                         yaxis={"tickformat": ".0%", "range": [0, 1.05]},
+                         updatemenus=[{"buttons": buttons, "direction": "down", "x": 0, "xanchor": "left",
+                                       "y": 1.16, "yanchor": "top", "showactive": True}],
+                         margin={"t": 56})
+    return figure(traces, layout)
+
+
+def _device_water_traces(s: dict[str, Any], trend: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """One device's lines: hourly peak, held level between requests, OOM hours and the forecast."""
+    name = _device(s)
+    traces = [
+        {"type": "scatter", "mode": "lines", "name": "peak during requests", "x": s["hour"], "y": s["peak_level"],
+         "line": {"color": PALETTE[0], "width": 1},
+         "hovertemplate": f"{name}<br>%{{x}}<br>peak %{{y:.1%}} of the card<extra></extra>"},
+        {"type": "scatter", "mode": "lines", "name": "held between requests", "x": s["hour"], "y": s["held_level"],
+         "line": {"color": PALETTE[1], "width": 2},
+         "hovertemplate": f"{name}<br>%{{x}}<br>held %{{y:.1%}} of the card<extra></extra>"},
+    ]
+    oom_at = [(h, lv) for h, lv, n in zip(s["hour"], s["peak_level"], s["ooms"], strict=True) if n]
+    if oom_at:
+        traces.append({"type": "scatter", "mode": "markers", "name": "hour with an OOM", "x": [h for h, _ in oom_at],
+                       "y": [lv for _, lv in oom_at], "marker": {"symbol": "x", "color": OOM_COLOR, "size": 7},
+                       "hovertemplate": f"{name}: OOM in the hour of %{{x}}<extra></extra>"})
+    if trend and (trend.get("slope_per_day") or 0) > 0 and trend.get("level_now") is not None:
+        x, y = _forecast_line(trend)
+        traces.append({"type": "scatter", "mode": "lines", "name": "forecast", "x": x, "y": y,
+                       "line": {"color": PALETTE[3], "dash": "dash", "width": 2},
+                       "hovertemplate": f"{name} forecast<br>%{{x}}: %{{y:.1%}}<extra></extra>"})
+    return traces
+
+
+def _forecast_line(trend: dict[str, Any]) -> tuple[list[datetime], list[float]]:
+    as_of: datetime = trend["as_of"] if isinstance(trend["as_of"], datetime) else datetime.fromisoformat(trend["as_of"])
+    days = list(range(FORECAST_DAYS + 1))
+    levels = [min(1.0, trend["level_now"] + trend["slope_per_day"] * d) for d in days]
+    return [as_of + timedelta(days=d) for d in days], levels
+
+
+def rate_chart(rows: list[dict[str, Any]], x_title: str) -> dict[str, Any] | None:
+    """OOM rate per 1,000 requests by one cut, the OOM count on each bar."""
+    rows = [r for r in rows if r["key"] is not None]
+    if not rows:
+        return None
+    keys = [str(r["key"]) for r in rows]
+    trace = {"type": "bar", "x": keys, "y": [r["oom_rate_per_1k"] for r in rows], "marker": {"color": "#1f77b4"},
+             "text": [f"{r['ooms']:,} OOMs" for r in rows], "textposition": "outside",
+             "customdata": [r["requests"] for r in rows],
+             "hovertemplate": "%{x}<br>%{y:.2f} OOMs per 1,000 requests<br>%{customdata:,} requests<extra></extra>"}
+    layout = base_layout(x_title, "OOMs per 1,000 requests", height=320, xaxis={"type": "category"})
+    return figure([trace], layout)
+
+
+def leak_chart(trends: list[dict[str, Any]]) -> dict[str, Any]:
+    """Allocated memory after requests (windowed minimum) of each flagged process lifetime."""
+    traces = []
+    for i, t in enumerate(trends):
+        name = f"{_device(t)} #{t['lifetime']} {t['model_version']} ({t['kind']})"
+        traces.append({"type": "scatter", "mode": "lines+markers", "name": name, "x": t["ts"],
+                       "y": gib(t["baseline_bytes"]), "marker": {"size": 4},
+                       "line": {"color": PALETTE[i % len(PALETTE)], "dash": "solid" if t["kind"] == "leak" else "dot"},
+                       "hovertemplate": f"{name}<br>%{{x}}<br>%{{y:.2f}} GiB<extra></extra>"})
+    return figure(traces, base_layout("time (UTC)", "allocated after requests (GiB)", height=380))
+
+
+def sites_chart(sites: list[dict[str, Any]]) -> dict[str, Any]:
+    """Live bytes by allocation site of one snapshot, largest at the top."""
+    sites = sorted(sites, key=lambda s: s["rank"], reverse=True)
+    trace = {"type": "bar", "orientation": "h", "y": [s["site"] for s in sites],
+             "x": [round(s["live_bytes"] / GIB, 4) for s in sites], "marker": {"color": "#9467bd"},
+             "text": [f"{s['share_of_allocated']:.0%}" for s in sites], "textposition": "outside",
+             "hovertemplate": "%{y}<br>%{x:.3f} GiB live<extra></extra>"}
+    layout = base_layout("live memory (GiB)", "allocation site (file:function:line)", height=60 + 28 * len(sites),
+                         margin={"l": 320}, yaxis={"automargin": True})
+    return figure([trace], layout)
+
+
+def _device(row: dict[str, Any]) -> str:
+    gpu = row.get("gpu_index")
+    return f"{row['instance']}" + (f" gpu{gpu}" if gpu not in (None, 0) else "")

@@ -1,0 +1,203 @@
+"""The weekly report as data: headline changes, ranked findings with actions, and every chart's series.
+
+The document is JSON-able (`oomlab report weekly --json`) and is all the HTML layer draws from.
+Times are naive UTC, as stored; the window is half-open [since, until).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from ..analyses import aggregates, forecast, jobs, leaks
+from ..analyses.all_findings import collect_findings
+from ..analyses.findings import Finding
+from ..errors import OomlabError
+from ..sql import sql_text
+from .actions import finding_entries
+from .downsample import downsample
+from .snapshots import snapshots_in_window, top_sites
+
+WEEK = timedelta(days=7)
+HEADLINE_LABELS: dict[str, str] = {
+    "ooms": "OOMs", "oom_rate_per_1k": "OOM rate per 1,000 requests", "instances_affected": "instances affected",
+    "requests_lost": "requests lost", "requests": "requests",
+}
+RATE_CUTS: tuple[str, ...] = ("model_version", "input_length", "batch_tokens")
+MAX_LEAK_SERIES = 12
+
+
+@dataclass(frozen=True)
+class ReportWindow:
+    """The reported period and the one before it, of the same length."""
+
+    since: datetime
+    until: datetime
+
+    @property
+    def previous(self) -> tuple[datetime, datetime]:
+        return self.since - (self.until - self.since), self.since
+
+    def to_json(self) -> dict[str, str]:
+        return {"since": self.since.isoformat(), "until": self.until.isoformat()}
+
+
+def report_window(con: duckdb.DuckDBPyConnection, since: datetime | None,
+                  until: datetime | None) -> ReportWindow:
+    """[since, until): by default the 7 days up to midnight after the latest event; one end given, a week."""
+    since, until = aggregates.utc_naive(since), aggregates.utc_naive(until)
+    if until is None:
+        until = since + WEEK if since is not None else data_range(con)["day_end"]
+    if until is None:
+        raise OomlabError("the database holds no requests or OOMs to report on", hint="run `oomlab ingest` first")
+    since = since or until - WEEK
+    if since >= until:
+        raise OomlabError(f"--since {since:%Y-%m-%d %H:%M} is not before --until {until:%Y-%m-%d %H:%M}")
+    return ReportWindow(since, until)
+
+
+def data_range(con: duckdb.DuckDBPyConnection) -> dict[str, datetime | None]:
+    """First and last event in the database and the midnight after the last."""
+    first, last, day_end = con.sql(sql_text("q_report_data_range")).fetchall()[0]
+    return {"first_ts": first, "last_ts": last, "day_end": day_end}
+
+
+def weekly_data(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
+                until: datetime | None = None) -> dict[str, Any]:
+    """Everything the weekly report shows, for [since, until) against the period before it."""
+    window = report_window(con, since, until)
+    found = collect_findings(con, window.since, window.until)
+    snapshots = snapshots_in_window(con, window.since, window.until)
+    return {
+        "report": "weekly",
+        "window": window.to_json(),
+        "previous_window": {"since": window.previous[0].isoformat(), "until": window.previous[1].isoformat()},
+        "data_range": {k: v.isoformat() if v else None for k, v in data_range(con).items()},
+        "headline": headline(con, window),
+        "findings": finding_entries(con, found),
+        "heatmap": heatmap(con, window),
+        "jobs": job_windows(con, window, found),
+        "water": water_series(con, window),
+        "forecast": forecast_rows(con, window),
+        "rates": {cut: rate_rows(con, cut, window) for cut in RATE_CUTS},
+        "leaks": leak_trends(con, window),
+        "snapshots": snapshots,
+        "top_sites": top_sites(con, [s["snapshot_id"] for s in snapshots]),
+    }
+
+
+def headline(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> list[dict[str, Any]]:
+    """Each headline metric this period and the one before, with the change."""
+    start, _ = window.previous
+    table = aggregates.periods(con, start, window.until, window.until - window.since, start)
+    def metrics(at: datetime) -> dict[str, float | None]:
+        rows = table.filter(pl.col("period_start") == at)
+        if rows.is_empty():
+            return {m: (None if m == "oom_rate_per_1k" else 0.0) for m in HEADLINE_LABELS}
+        return {m: rows[m][0] for m in HEADLINE_LABELS}
+    last, this = metrics(start), metrics(window.since)
+    out = []
+    for metric, label in HEADLINE_LABELS.items():
+        before, after = last[metric], this[metric]
+        change = None if before is None or after is None else after - before
+        pct = None if change is None or not before else 100.0 * change / before
+        out.append({"metric": metric, "label": label, "previous": before, "current": after,
+                    "change": change, "change_pct": pct})
+    return out
+
+
+def heatmap(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> dict[str, Any]:
+    """7 x 24 grids (ISO weekday x hour of day) of requests, OOMs and the OOM rate per 1,000 requests."""
+    cells = con.sql(sql_text("q_report_heatmap"), params=_window(window)).fetchall()
+    grid: dict[str, list[list[float | None]]] = {
+        name: [[0 if name != "rate" else None] * 24 for _ in range(7)] for name in ("requests", "ooms", "rate")}
+    for day, hour, requests, ooms, with_traffic in cells:
+        grid["requests"][day - 1][hour] = requests
+        grid["ooms"][day - 1][hour] = ooms
+        grid["rate"][day - 1][hour] = round(1000.0 * with_traffic / requests, 3) if requests else None
+    return {"days": ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"], "hours": list(range(24)), **grid}
+
+
+def job_windows(con: duckdb.DuckDBPyConnection, window: ReportWindow, found: list[Finding]) -> list[dict[str, Any]]:
+    """Scheduled jobs that ran in the window: their recurring windows and whether a finding blames them."""
+    blamed = {f.metrics.get("name") for f in found if f.kind == "scheduled_job"}
+    out = []
+    for name, schedule in sorted(jobs.schedules(con, window.since, window.until).items()):
+        one_off = schedule.runs == 1 and schedule.first_start is not None
+        weekdays = [schedule.first_start.isoweekday()] if one_off else _weekdays(schedule.text)
+        spans = [_hours(text) for text in schedule.windows]
+        out.append({"name": name, "schedule": schedule.text, "runs": schedule.runs, "blamed": name in blamed,
+                    "weekdays": weekdays, "spans": spans})
+    return out
+
+
+def _weekdays(text: str) -> list[int]:
+    """ISO weekdays a schedule text names ("weekly on Saturday ..."); every day for daily or one-off jobs."""
+    names = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+    named = [i + 1 for i, day in enumerate(names) if day in text]
+    return named or list(range(1, 8))
+
+
+def _hours(span: str) -> list[float]:
+    """"01:00-02:30" as [1.0, 2.5] hours of the day (an end at or before the start runs past midnight)."""
+    start, end = (int(t[:2]) + int(t[3:5]) / 60 for t in span.split("-"))
+    return [start, end if end > start else end + 24]
+
+
+def water_series(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> list[dict[str, Any]]:
+    """Hourly held and peak levels per device (fractions of the card), downsampled keeping OOM hours."""
+    hourly = con.sql(sql_text("q_report_water_hourly"), params=_window(window)).pl()
+    out = []
+    for (instance, gpu), rows in hourly.group_by(["instance", "gpu_index"], maintain_order=True):
+        rows = downsample(rows.with_columns((pl.col("ooms") > 0).alias("has_oom")), "hour", "peak_level",
+                          keep="has_oom")
+        out.append({"instance": instance, "gpu_index": gpu, "device_total": rows["device_total"].max(),
+                    "hour": rows["hour"].to_list(), "held_level": _rounded(rows["held_level"]),
+                    "peak_level": _rounded(rows["peak_level"]), "ooms": rows["ooms"].to_list()})
+    return out
+
+
+def forecast_rows(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> list[dict[str, Any]]:
+    """Per device: level now, trend per day and the dates it reaches 80 / 95 % (forecast.py)."""
+    keep = ["instance", "gpu_index", "card", "model_version", "as_of", "level_now", "slope_per_day", "r2",
+            "growth", "days_to_80", "date_80", "days_to_95", "date_95", "expected_ooms"]
+    table = forecast.forecast(con, window.since, window.until)
+    return table.select([c for c in keep if c in table.columns]).to_dicts()
+
+
+def rate_rows(con: duckdb.DuckDBPyConnection, cut: str, window: ReportWindow) -> list[dict[str, Any]]:
+    """OOMs and OOM rate by one cut (model version, prompt-size bucket) in the window."""
+    table = aggregates.oom_rates(con, cut, window.since, window.until)
+    return table.select("key", "key_order", "requests", "ooms", "oom_rate_per_1k").to_dicts()
+
+
+def leak_trends(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> list[dict[str, Any]]:
+    """The baseline after requests, window by window, of each leaking or cache-growing process lifetime."""
+    lives = leaks.lifetimes(con, None, window.until)
+    flagged = lives.filter((pl.col("is_leak") | pl.col("is_cache_growth")) & (pl.col("end") >= window.since))
+    flagged = flagged.sort("slope_bytes_per_hour", descending=True, nulls_last=True).head(MAX_LEAK_SERIES)
+    if flagged.is_empty():
+        return []
+    points = leaks.windows(con, None, window.until).filter(pl.col("baseline_bytes").is_not_null())
+    out = []
+    for life in flagged.iter_rows(named=True):
+        rows = points.filter((pl.col("instance") == life["instance"]) & (pl.col("gpu_index") == life["gpu_index"])
+                             & (pl.col("lifetime") == life["lifetime"])).sort("baseline_ts")
+        out.append({"instance": life["instance"], "gpu_index": life["gpu_index"], "lifetime": life["lifetime"],
+                    "model_version": life["model_version"], "kind": "leak" if life["is_leak"] else "cache growth",
+                    "slope_bytes_per_hour": life["slope_bytes_per_hour"], "r2": life["r2"],
+                    "ts": rows["baseline_ts"].to_list(), "baseline_bytes": rows["baseline_bytes"].to_list(),
+                    "reserved_bytes": rows["last_reserved_bytes"].to_list()})
+    return out
+
+
+def _window(window: ReportWindow) -> dict[str, datetime]:
+    return {"since": window.since, "until": window.until}
+
+
+def _rounded(series: pl.Series) -> list[float | None]:
+    return series.round(4).to_list()
