@@ -187,6 +187,9 @@ def _load_content(con: duckdb.DuckDBPyConnection, path: Path, kind: str, source_
     if kind == detect.TEXT:
         from .ingest_text import ingest_text_log
         return ingest_text_log(con, path, source_id, options)
+    if kind in detect.TELEMETRY:
+        from .ingest_telemetry import ingest_telemetry
+        return ingest_telemetry(con, path, kind, source_id, options)
     if kind == detect.SNAPSHOT:
         from .ingest_snapshot import ingest_snapshot
         return ingest_snapshot(con, path, source_id, options)

@@ -1,4 +1,5 @@
-"""Text logs: every OOM message found becomes an oom_events row (origin `message`)."""
+"""Text logs: every OOM message found becomes an oom_events row (origin `message`); vLLM start-up memory
+reports, read from the same pass, become engine_memory rows."""
 
 from __future__ import annotations
 
@@ -8,21 +9,24 @@ import duckdb
 
 from . import load
 from .config import IngestOptions
+from .ingest_telemetry import insert_engine_memory, startup_scanner
 from .parse.textlog import scan_text_log
 from .records import Reject, TextOom
 
 
 def ingest_text_log(con: duckdb.DuckDBPyConnection, path: Path, source_id: int,
                     options: IngestOptions) -> tuple[int, int]:
-    """Load the OOM messages of one text log; returns (events, rejects)."""
+    """Load the OOM messages (and engine start-up reports) of one text log; returns (rows, rejects)."""
     instance = options.instance_for(path)
     events, rejects = [], []
-    for item in scan_text_log(path, default_tz=options.tz):
+    startup = startup_scanner(options)
+    for item in scan_text_log(path, default_tz=options.tz, on_window=startup.window):
         if isinstance(item, Reject):
             rejects.append(item)
         else:
             events.append(_event(item, source_id, instance, options.model_version))
-    return load.insert_oom_events(con, events), load.insert_rejects(con, source_id, rejects)
+    rows = load.insert_oom_events(con, events) + insert_engine_memory(con, startup.reports(), source_id, instance)
+    return rows, load.insert_rejects(con, source_id, rejects)
 
 
 def _event(found: TextOom, source_id: int, instance: str, model_version: str | None) -> dict[str, object]:

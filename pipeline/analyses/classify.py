@@ -1,7 +1,8 @@
 """OOM classification: every `oom_events` row gets a cause, the evidence that decided it, and a confidence.
 
 Facts come from the message (`fct_oom_context`), the failing request and its process lifetime (leaks.py),
-what the card has been seen to serve (oom_limits.py) and, when one recorded the same failure, a snapshot
+what the card has been seen to serve (oom_limits.py), the processes nvidia-smi listed on the device
+(`fct_oom_neighbours_seen`, when the message names none) and, when one recorded the same failure, a snapshot
 (snapshot_ooms.py). The rules themselves are in classify_rules.py.
 """
 
@@ -37,6 +38,7 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
     "cap_bytes": pl.Int64(), "tokens": pl.Int64(), "baseline_bytes": pl.Int64(),
     "healthy_baseline_bytes": pl.Int64(), "need_bytes": pl.Int64(), "healthy_need_bytes": pl.Int64(),
     "card": pl.Utf8(), "card_limit_bytes": pl.Int64(), "lifetime": pl.Int64(), "duplicate_of": pl.Int64(),
+    "neighbours_seen_by": pl.Utf8(),
 }
 
 
@@ -52,7 +54,7 @@ def classify_ooms(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
     if events.is_empty():
         return pl.DataFrame(schema=RESULT_SCHEMA)
     lives = leaks.lifetimes(con, None, until) if lives is None else lives
-    events = _with_needs(_with_lifetimes(_with_limits(con, events), lives))
+    events = _with_needs(_with_lifetimes(_with_limits(con, _with_telemetry(con, events)), lives))
     events = _link_snapshots(events)
     snapshots = _snapshot_verdicts(con, events)
     verdicts = [_verdict(row, snapshots) for row in events.iter_rows(named=True)]
@@ -71,6 +73,29 @@ def _with_limits(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.Dat
     cost = token_cost(con).select("model_version", "bytes_per_token", "fixed_bytes")
     return (events.join(limits, on=["instance", "gpu_index"], how="left")
             .join(cost, on="model_version", how="left"))
+
+
+def _with_telemetry(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.DataFrame:
+    """Neighbours nvidia-smi listed on the device where the message names none (a containerised PyTorch
+    cannot see other containers' processes, older formats never name them); `neighbours_seen_by` says which."""
+    seen = con.table("fct_oom_neighbours_seen").pl().select(
+        "event_id", "seen_at", pl.col("own_bytes").alias("seen_own_bytes"),
+        pl.col("other_bytes").alias("seen_other_bytes"), pl.col("other_pids").alias("seen_other_pids"),
+        pl.col("other_names").alias("seen_other_names"))
+    joined = events.join(seen.with_columns(pl.col("event_id").cast(events.schema["event_id"])),
+                         on="event_id", how="left")
+    named = pl.col("other_bytes").fill_null(0) > 0
+    use = ~named & (pl.col("seen_other_bytes").fill_null(0) > 0)
+    by = pl.when(named).then(pl.lit("message")).when(use).then(pl.lit("nvidia-smi")).otherwise(pl.lit(None, pl.Utf8))
+    seen_by = pl.col("neighbours_seen_by") == "nvidia-smi"
+    return joined.with_columns(by.alias("neighbours_seen_by")).with_columns(
+        pl.when(seen_by).then(pl.col("seen_other_bytes")).otherwise(pl.col("other_bytes")).alias("other_bytes"),
+        pl.when(seen_by).then(pl.col("seen_other_pids")).otherwise(pl.col("other_pids")).alias("other_pids"),
+        pl.when(seen_by).then(pl.coalesce("process_in_use_bytes", "seen_own_bytes"))
+        .otherwise(pl.col("process_in_use_bytes")).alias("process_in_use_bytes"),
+        pl.when(seen_by).then(pl.col("seen_at")).otherwise(None).alias("seen_at"),
+        pl.when(seen_by).then(pl.col("seen_other_names")).otherwise(None).alias("seen_other_names"),
+    )
 
 
 def _with_lifetimes(events: pl.DataFrame, lives: pl.DataFrame) -> pl.DataFrame:
@@ -175,6 +200,7 @@ def _facts(row: dict, snapshot: tuple[str, str] | None) -> OomFacts:
         healthy_need=row["healthy_need_bytes"], limit=row["card_limit_bytes"], card=row["card"] or "these",
         leaking=bool(row["is_leak"]), pool=bool(row["is_preallocated_pool"]),
         slope=row["slope_bytes_per_hour"] if row["is_leak"] else None, snapshot=snapshot,
+        other_seen_at=row["seen_at"], other_names=tuple(row["seen_other_names"] or ()),
     )
 
 

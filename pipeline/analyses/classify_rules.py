@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from .snapshot_ooms import FRAGMENTED_SLACK_SHARE
 
@@ -56,6 +57,8 @@ class OomFacts:
     pool: bool
     slope: float | None
     snapshot: tuple[str, str] | None
+    other_seen_at: datetime | None = None  # set when the neighbours come from nvidia-smi, not the message
+    other_names: tuple[str, ...] = ()
 
     @property
     def excess(self) -> int:
@@ -103,7 +106,11 @@ def _request(f: OomFacts) -> str:
 def _neighbours(f: OomFacts) -> str:
     pids = ", ".join(str(p) for p in f.other_pids) or "?"
     noun = "process" if len(f.other_pids) == 1 else "processes"
-    return f"{noun} {pids} held {size(f.other)}"
+    if f.other_seen_at is None:
+        return f"{noun} {pids} held {size(f.other)}"
+    names = ", ".join(dict.fromkeys(n for n in f.other_names if n))
+    named = f" ({names})" if names else ""
+    return f"{noun} {pids}{named} held {size(f.other)} (nvidia-smi at {f.other_seen_at:%Y-%m-%d %H:%M:%S})"
 
 
 def from_snapshot(f: OomFacts) -> Verdict | None:

@@ -4,7 +4,9 @@ Memory use is `reserved_after / device_total`: what the process holds between re
 `nvidia-smi` (less the CUDA context) and the article's 70/85/95 % alerts watch. A request's own peak
 (`peak_allocated`, or reserved when higher) lasts only as long as the request, so it is reported beside the
 level (share of requests peaking above each level) and drives the sizing rules, not the time above.
-nvidia-smi telemetry is not ingested yet: other processes on the card are invisible here.
+Where telemetry covers a device (nvidia-smi or DCGM samples in `gpu_samples`), the levels gain `telemetry_*`
+columns from the card's used / total, which see the CUDA context and other processes too, and the predictive
+alert reads the least free memory the telemetry saw when that is lower (`level_source` says which devices).
 """
 
 from __future__ import annotations
@@ -55,7 +57,20 @@ def water_levels(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
     steady level (median over clock hours of the time-weighted held level), the peaks, and the hours and
     episodes of predictive alert."""
     query = _with_hourly("q_water_levels")
-    return con.sql(query, params=bind(query, _params(since, until))).pl()
+    levels = con.sql(query, params=bind(query, _params(since, until))).pl()
+    return _with_telemetry(con, levels, _params(since, until))
+
+
+def _with_telemetry(con: duckdb.DuckDBPyConnection, levels: pl.DataFrame, params: dict[str, object]) -> pl.DataFrame:
+    """The request-based levels with the device's telemetry levels beside them (NULL where none)."""
+    query = sql_text("q_water_telemetry")
+    device = con.sql(query, params=bind(query, params)).pl()
+    if levels.is_empty():
+        return levels
+    joined = levels.join(device.cast({"gpu_index": levels.schema["gpu_index"]}), on=["instance", "gpu_index"],
+                         how="left")
+    source = pl.when(pl.col("telemetry_samples") > 0).then(pl.lit("telemetry")).otherwise(pl.lit("requests"))
+    return joined.with_columns(source.alias("level_source"))
 
 
 

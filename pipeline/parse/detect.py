@@ -12,10 +12,15 @@ from ..fields import FIELDS, Field, looks_like_request_log
 from .calendar import is_calendar
 from .compression import read_head
 from .snapshot_sniff import sniff_snapshot
+from .telemetry_nvsmi import NVSMI_APPS, NVSMI_GPU, nvsmi_kind
+from .telemetry_prom import looks_like_prometheus
 
 # Kinds a source can have; `sources.kind` stores these names.
 JSONL, JSON_ARRAY, CSV, PARQUET, SNAPSHOT, TEXT = "jsonl", "json", "csv", "parquet", "snapshot", "text"
 CALENDAR = "calendar"
+# Telemetry: nvidia-smi query CSVs (--query-gpu, --query-compute-apps) and Prometheus text (DCGM, vLLM).
+PROMETHEUS = "prometheus"
+TELEMETRY = frozenset({NVSMI_GPU, NVSMI_APPS, PROMETHEUS})
 # Kinds whose fast reader's row numbers are checked against the file's line count.
 LINE_ORIENTED = frozenset({JSONL, CSV})
 
@@ -52,6 +57,8 @@ def _is_binary(head: bytes) -> bool:
 def _structured_kind(text: str, fields: tuple[Field, ...]) -> str | None:
     """JSONL, JSON array, CSV or a JSON snapshot; None for anything else (treated as a text log)."""
     stripped = text.lstrip()
+    if looks_like_prometheus(stripped):
+        return PROMETHEUS
     if stripped.startswith("{"):
         return _json_object_kind(stripped, fields)
     if stripped.startswith("["):
@@ -94,6 +101,9 @@ def csv_delimiter(header: str) -> str | None:
 
 def _csv_kind(text: str, fields: tuple[Field, ...]) -> str | None:
     header = text.split("\n", 1)[0]
+    telemetry = nvsmi_kind(header)
+    if telemetry is not None:
+        return telemetry
     delimiter = csv_delimiter(header)
     if delimiter is None:
         return None

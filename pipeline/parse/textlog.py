@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import lzma
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfoNotFoundError
@@ -36,7 +36,8 @@ _EXCEPTION_HEAD = re.compile(r"[\w.]*(?:Error|Exception)\s*:?\s*")
 
 
 def scan_text_log(path: str | Path, *, default_tz: str | None = None, year: int | None = None,
-                  chunk_size: int = SEGMENT_BYTES) -> Iterator[TextOom | Reject]:
+                  chunk_size: int = SEGMENT_BYTES,
+                  on_window: Callable[[Window], object] | None = None) -> Iterator[TextOom | Reject]:
     """Every OOM message in the text log at `path`, in order, or a Reject for OOM-looking text that
     matches no known format.
 
@@ -44,7 +45,8 @@ def scan_text_log(path: str | Path, *, default_tz: str | None = None, year: int 
     start of that line (ISO 8601, `2026/11/30 01:49:09.001`, syslog `Nov 30 01:49:09`, or the `ts`
     field of a JSON record) as naive UTC: naive times are read in `default_tz` (UTC when None), and
     syslog times, which have no year, get `year` (the current UTC year when None). `chunk_size` is
-    the unit of work (tests make it small to put messages across chunk boundaries).
+    the unit of work (tests make it small to put messages across chunk boundaries). `on_window` sees every
+    window of the log first, so other readers (vLLM's start-up report) share the one decompression.
     """
     try:
         clock = LineClock(default_tz, year)
@@ -54,6 +56,8 @@ def scan_text_log(path: str | Path, *, default_tz: str | None = None, year: int 
     try:
         scanner = _Scanner(clock)
         for window in iter_windows(path, _FINDER, segment=chunk_size):
+            if on_window is not None:
+                on_window(window)
             yield from scanner.scan(window)
     except (OSError, EOFError, lzma.LZMAError, zstandard.ZstdError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__

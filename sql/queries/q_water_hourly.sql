@@ -6,6 +6,8 @@
 -- least free memory after a request, the largest need, and the predictive alert, evaluated hourly as an alert
 -- rule would be: the hour's least free memory below $need_factor x the largest peak need of that hour and the
 -- hour before. (A sliding one-hour window per request is exact but costs a range-window sort of every request.)
+-- Where telemetry covers the hour (stg_gpu_samples), the least free memory is the lower of the two: nvidia-smi
+-- or DCGM also see the CUDA context and other processes on the card, which the request log cannot.
 WITH held AS (
 SELECT *,
        greatest(least(epoch(least(coalesce(next_ts, ts), coalesce($until::TIMESTAMP, next_ts, ts)))
@@ -39,6 +41,17 @@ hours AS (
     FROM held
     GROUP BY ALL
 ),
+telemetry AS (
+    SELECT instance, gpu_index, date_trunc('hour', ts) AS hour, min(memory_free_bytes) AS telemetry_min_free_bytes
+    FROM stg_gpu_samples
+    WHERE ($since::TIMESTAMP IS NULL OR ts >= $since) AND ($until::TIMESTAMP IS NULL OR ts < $until)
+    GROUP BY ALL
+),
+measured AS (
+    SELECT h.* REPLACE (least(h.min_free_bytes, t.telemetry_min_free_bytes) AS min_free_bytes)
+    FROM hours AS h
+    LEFT JOIN telemetry AS t USING (instance, gpu_index, hour)
+),
 alerts AS (
     SELECT *,
            coalesce(min_free_bytes < $need_factor * recent_need_bytes, false) AS alert,
@@ -51,6 +64,6 @@ alerts AS (
     FROM (SELECT *, max(need_bytes) OVER (PARTITION BY instance, gpu_index ORDER BY hour
                                           RANGE BETWEEN INTERVAL 1 HOUR PRECEDING AND CURRENT ROW)
                         AS recent_need_bytes
-          FROM hours)
+          FROM measured)
 )
 SELECT * FROM alerts;
