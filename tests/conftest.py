@@ -70,3 +70,11 @@ def fleet_con(fleet_db: Path):
     con.execute("SET TimeZone = 'UTC'")
     yield con
     con.close()
+
+
+@pytest.fixture(scope="session")
+def demo_result(tmp_path_factory):
+    """`oomlab demo` run once per session: the bundled fleet and H200 captures, their weekly and incident pages."""
+    from oomlab import api
+
+    return api.demo(tmp_path_factory.mktemp("demo"))

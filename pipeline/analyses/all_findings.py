@@ -9,6 +9,7 @@ from importlib import import_module
 import duckdb
 
 from .findings import Finding, rank
+from .shared_results import shared_results
 
 # The analyses that report findings, each a module of this package with
 # `findings(con, since, until) -> list[Finding]`.
@@ -20,9 +21,10 @@ def collect_findings(con: duckdb.DuckDBPyConnection, since: datetime | None = No
                      until: datetime | None = None) -> list[Finding]:
     """All findings over [since, until], merged and most important first."""
     found: list[Finding] = []
-    for name in ANALYSES:
-        module = import_module(f".{name}", __package__)
-        found.extend(module.findings(con, since, until))
+    with shared_results():
+        for name in ANALYSES:
+            module = import_module(f".{name}", __package__)
+            found.extend(module.findings(con, since, until))
     return merge_related(rank(found))
 
 

@@ -20,6 +20,7 @@ from .cause_findings import cause_findings
 from .classify_rules import OomFacts, Verdict, decide
 from .findings import Finding
 from .oom_limits import instance_limits, token_cost
+from .shared_results import shared
 from .snapshot_ooms import oom_moments
 
 # A snapshot's `oom` entry and a log's message about the same failure are stamped by different clocks.
@@ -42,6 +43,7 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
+@shared(ignore=("lives",))
 def classify_ooms(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
                   until: datetime | None = None, lives: pl.DataFrame | None = None) -> pl.DataFrame:
     """One row per OOM event in [since, until): cause, confidence, evidence and the numbers behind them.

@@ -23,6 +23,7 @@ import polars as pl
 
 from ..sql import sql_text
 from .findings import Finding, Window
+from .shared_results import shared
 from .sizing import card_name
 from .water_levels import window_params
 
@@ -97,6 +98,7 @@ def hour_profile(device: pl.DataFrame, column: str) -> np.ndarray:
     return profile
 
 
+@shared()
 def forecast(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
              until: datetime | None = None) -> pl.DataFrame:
     """Per device: the current lifetime's trend of the daily peak level and the days and dates until it

@@ -19,6 +19,7 @@ import polars as pl
 from ..sql import sql_text
 from .findings import Finding, Window
 from .oom_limits import instance_limits
+from .shared_results import shared
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -67,12 +68,14 @@ def theil_sen(x: np.ndarray, y: np.ndarray) -> Fit:
     return Fit(slope, intercept, r2, rising)
 
 
+@shared()
 def windows(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
             until: datetime | None = None) -> pl.DataFrame:
     """The windowed minima of every lifetime overlapping [since, until) (view `fct_leak_windows`)."""
     return con.sql(sql_text("q_leak_windows"), params={"since": since, "until": until}).pl()
 
 
+@shared()
 def lifetimes(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
               until: datetime | None = None) -> pl.DataFrame:
     """One row per instance and process lifetime: baseline trend, leak and cache-growth verdicts."""

@@ -18,6 +18,7 @@ import polars as pl
 
 from ..sql import bind, sql_text
 from .findings import Finding
+from .shared_results import shared
 
 ALERT_LEVELS: tuple[float, ...] = (0.70, 0.85, 0.95)  # notice, warning, critical (domain.md)
 # A request holds its level until the next one, but not across a longer gap: the device may have been
@@ -51,6 +52,7 @@ def _with_hourly(name: str) -> str:
     return sql_text(name).replace("{hourly}", sql_text("q_water_hourly").rstrip().rstrip(";"))
 
 
+@shared()
 def water_levels(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
                  until: datetime | None = None) -> pl.DataFrame:
     """Per device: hours observed, hours held above 70/85/95 %, share of requests peaking above them, the

@@ -34,4 +34,4 @@ def downsample(frame: pl.DataFrame, x: str, y: str, max_points: int = DEFAULT_MA
     if keep is not None:
         rows = pl.concat([rows, indexed.filter(pl.col(keep))["_row"]])
     wanted = rows.unique()
-    return indexed.filter(pl.col("_row").is_in(wanted)).drop("_row", "_bucket")
+    return indexed.filter(pl.col("_row").is_in(wanted.to_list())).drop("_row", "_bucket")

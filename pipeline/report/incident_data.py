@@ -21,6 +21,8 @@ from .next_steps import next_steps
 # The hours around an OOM that its timeline shows.
 CONTEXT = timedelta(hours=3)
 SIMILAR = 10
+# OOMs drawn around the incident: the nearest ones when a storm has more (the page stays small).
+MAX_NEARBY_OOMS = 500
 # The decoded message, in the order a reader checks it; (label, column, kind).
 MESSAGE_FIELDS: tuple[tuple[str, str, str], ...] = (
     ("tried to allocate", "requested_bytes", "size"),
@@ -122,6 +124,9 @@ def timeline(con: duckdb.DuckDBPyConnection, event: dict[str, Any]) -> dict[str,
     requests = downsample(requests.with_columns(pl.col("peak_allocated").fill_null(pl.col("allocated_after"))),
                           "ts", "peak_allocated", keep="is_oom")
     ooms = con.sql(sql_text("q_incident_ooms"), params=params).pl()
+    if ooms.height > MAX_NEARBY_OOMS:
+        distance = (pl.col("ts") - event["ts"]).abs()
+        ooms = ooms.sort(distance, "event_id").head(MAX_NEARBY_OOMS).sort("ts", "event_id")
     jobs = con.sql(sql_text("q_incident_jobs"), params=params).pl()
     return {"since": params["since"], "until": params["until"], "requests": requests.to_dict(as_series=False),
             "ooms": ooms.to_dict(as_series=False), "jobs": jobs.to_dicts()}

@@ -16,6 +16,7 @@ import polars as pl
 from ..analyses import aggregates, forecast, jobs, leaks
 from ..analyses.all_findings import collect_findings
 from ..analyses.findings import Finding
+from ..analyses.shared_results import shared_results
 from ..errors import OomlabError
 from ..sql import sql_text
 from .actions import finding_entries
@@ -28,7 +29,11 @@ HEADLINE_LABELS: dict[str, str] = {
     "requests_lost": "requests lost", "requests": "requests",
 }
 RATE_CUTS: tuple[str, ...] = ("model_version", "input_length", "batch_tokens")
+# Caps that keep a page a few MB on any fleet: the worst devices, versions and lifetimes are drawn, the
+# JSON and tables keep the rest.
 MAX_LEAK_SERIES = 12
+MAX_WATER_DEVICES = 24
+MAX_CATEGORIES = 30
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,11 @@ def weekly_data(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
                 until: datetime | None = None) -> dict[str, Any]:
     """Everything the weekly report shows, for [since, until) against the period before it."""
     window = report_window(con, since, until)
+    with shared_results():  # the charts reuse the findings' lifetimes and forecasts
+        return _document(con, window)
+
+
+def _document(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> dict[str, Any]:
     found = collect_findings(con, window.since, window.until)
     snapshots = snapshots_in_window(con, window.since, window.until)
     return {
@@ -151,6 +161,10 @@ def _hours(span: str) -> list[float]:
 def water_series(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> list[dict[str, Any]]:
     """Hourly held and peak levels per device (fractions of the card), downsampled keeping OOM hours."""
     hourly = con.sql(sql_text("q_report_water_hourly"), params=_window(window)).pl()
+    worst = (hourly.group_by("instance", "gpu_index").agg(pl.col("peak_level").max())
+             .sort(["peak_level", "instance", "gpu_index"], descending=[True, False, False], nulls_last=True)
+             .head(MAX_WATER_DEVICES))
+    hourly = hourly.join(worst.select("instance", "gpu_index"), on=["instance", "gpu_index"], how="semi")
     out = []
     for (instance, gpu), rows in hourly.group_by(["instance", "gpu_index"], maintain_order=True):
         rows = downsample(rows.with_columns((pl.col("ooms") > 0).alias("has_oom")), "hour", "peak_level",
@@ -170,8 +184,11 @@ def forecast_rows(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> list[
 
 
 def rate_rows(con: duckdb.DuckDBPyConnection, cut: str, window: ReportWindow) -> list[dict[str, Any]]:
-    """OOMs and OOM rate by one cut (model version, prompt-size bucket) in the window."""
-    table = aggregates.oom_rates(con, cut, window.since, window.until)
+    """OOMs and OOM rate by one cut (model version, prompt-size bucket) in the window; the MAX_CATEGORIES
+    with the most OOMs when there are more, in the cut's order."""
+    table = aggregates.oom_rates(con, cut, window.since, window.until).with_row_index("_order")
+    if table.height > MAX_CATEGORIES:
+        table = table.sort(["ooms", "_order"], descending=[True, False]).head(MAX_CATEGORIES).sort("_order")
     return table.select("key", "key_order", "requests", "ooms", "oom_rate_per_1k").to_dicts()
 
 

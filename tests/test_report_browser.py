@@ -1,0 +1,66 @@
+"""The reports in a real browser: headless Chromium loads each page from disk, offline, with no console
+message, no drawing error, and every chart drawn as SVG. Screenshots at 1366x768 (and the whole page) are
+kept in $OOMLAB_TEST_ARTIFACTS (default tests/artifacts/) to look at.
+
+Skipped where Chromium is not installed, unless OOMLAB_REQUIRE_BROWSER=1 (CI sets it: .ci/run installs it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from oomlab import api
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+REQUIRED = os.environ.get("OOMLAB_REQUIRE_BROWSER") == "1"
+ARTIFACTS = Path(os.environ.get("OOMLAB_TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+         "--disable-component-update", "--disable-sync", "--hide-scrollbars", "--virtual-time-budget=20000"]
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None and not REQUIRED, reason="chromium is not installed")
+
+
+def _chromium(page: Path, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    if CHROMIUM is None:
+        pytest.fail("OOMLAB_REQUIRE_BROWSER=1 but chromium is not installed (apt-get install chromium)")
+    command = [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args, page.resolve().as_uri()]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+def _pages(demo_result) -> list[Path]:
+    out = demo_result.db_path.parent
+    leak = api.incident_report(demo_result.db_path, instance="gpu-a-0", at=datetime(2026, 11, 30, 1, 49, 36))
+    leak.write(out / "incident-leak.html")
+    return [p for p in demo_result.written if p.suffix == ".html"] + [out / "incident-leak.html"]
+
+
+def test_every_report_loads_and_draws_every_chart(demo_result, tmp_path):
+    for page in _pages(demo_result):
+        charts = re.findall(r'<div id="(chart-[^"]+)" class="chart">', page.read_text())
+        assert charts, page.name
+        run = _chromium(page, tmp_path / "profile", "--enable-logging=stderr", "--v=0", "--dump-dom")
+        assert run.returncode == 0, run.stderr[-2000:]
+        console = [line for line in run.stderr.splitlines() if ":CONSOLE" in line]
+        assert console == [], f"{page.name}: {console}"
+        dom = run.stdout
+        assert re.search(r'id="render-errors"[^>]*hidden', dom), f"{page.name}: a drawing error was shown"
+        for chart in charts:
+            drawn = re.search(rf'<div id="{chart}" class="chart js-plotly-plot".*?<svg class="main-svg"', dom, re.S)
+            assert drawn, f"{page.name}: {chart} has no SVG"
+
+
+def test_screenshots_at_1366x768(demo_result, tmp_path):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for page in _pages(demo_result):
+        for size, suffix in (("1366,768", ""), ("1366,4800", "-full")):
+            shot = ARTIFACTS / f"{page.stem}{suffix}.png"
+            shot.unlink(missing_ok=True)
+            run = _chromium(page, tmp_path / "profile", f"--window-size={size}", f"--screenshot={shot}")
+            assert run.returncode == 0 and shot.stat().st_size > 20_000, (page.name, run.stderr[-2000:])
