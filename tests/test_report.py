@@ -213,3 +213,16 @@ def test_cli_report_commands(demo, run_cli, tmp_path):
     assert missing.exit_code == 2 and "give either --event ID or --instance NAME --at TIME" in missing.stderr
     unknown = run_cli("report", "incident", "--db", demo.db_path, "--event", 10**9, "-o", out)
     assert unknown.exit_code == 1 and unknown.stderr.startswith("Error: no OOM event 1000000000 (see:")
+
+
+def test_reports_show_what_gpu_telemetry_saw(demo, weekly):
+    """The fleet's nvidia-smi samples: a device level beside the request-log levels, and in an incident's hours."""
+    a10 = next(s for s in weekly["water"] if s["instance"] == "a10-01")
+    levels = [v for v in a10["device_level"] if v is not None]
+    assert levels and all(0 < v <= 1 for v in levels)
+    page = next(p for p in demo.written if p.name.startswith("incident-") and p.suffix == ".json")
+    incident = json.loads(page.read_text())
+    seen = incident["timeline"]["telemetry"]
+    assert seen["ts"] and all(used > 0 for used in seen["memory_used_bytes"])
+    assert {t["name"] for t in _charts(page.with_suffix(".html").read_text())["chart-timeline"]["data"]} >= {
+        "device used (nvidia-smi / DCGM)", "allocated after request"}

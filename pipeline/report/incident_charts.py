@@ -22,8 +22,8 @@ def incident_charts(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def timeline_chart(tl: dict[str, Any], event: dict[str, Any]) -> dict[str, Any] | None:
     """Memory after each request and its peak, the limit (cap or card), OOMs (red lines) and scheduled jobs
     (shaded); the axis spans the data, within the hours around the OOM."""
-    req = tl["requests"]
-    if not req["ts"] and not tl["ooms"]["ts"]:
+    req, seen = tl["requests"], tl["telemetry"]
+    if not req["ts"] and not tl["ooms"]["ts"] and not seen["ts"]:
         return None
     traces = [
         _line("allocated after request", req["ts"], gib(req["allocated_after"]), PALETTE[0]),
@@ -32,6 +32,8 @@ def timeline_chart(tl: dict[str, Any], event: dict[str, Any]) -> dict[str, Any] 
          "y": gib(req["peak_allocated"]), "marker": {"color": PALETTE[2], "size": 4},
          "hovertemplate": "%{x}<br>peak %{y:.2f} GiB<extra></extra>"},
     ]
+    if seen["ts"]:
+        traces.append(_line("device used (nvidia-smi / DCGM)", seen["ts"], gib(seen["memory_used_bytes"]), PALETTE[4]))
     ooms = tl["ooms"]
     if any(v is not None for v in ooms["requested_bytes"]):
         traces.append({"type": "scatter", "mode": "markers", "name": "OOM: size requested", "x": ooms["ts"],

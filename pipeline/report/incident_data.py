@@ -118,7 +118,7 @@ def _snapshot_id(con: duckdb.DuckDBPyConnection, event: dict[str, Any], classifi
 
 
 def timeline(con: duckdb.DuckDBPyConnection, event: dict[str, Any]) -> dict[str, Any]:
-    """Requests, memory, OOMs and scheduled jobs on the instance in the hours around the OOM."""
+    """Requests, memory, GPU telemetry, OOMs and scheduled jobs on the instance in the hours around the OOM."""
     params = {"instance": event["instance"], "since": event["ts"] - CONTEXT, "until": event["ts"] + CONTEXT}
     requests = con.sql(sql_text("q_incident_requests"), params=params).pl()
     requests = downsample(requests.with_columns(pl.col("peak_allocated").fill_null(pl.col("allocated_after"))),
@@ -128,8 +128,11 @@ def timeline(con: duckdb.DuckDBPyConnection, event: dict[str, Any]) -> dict[str,
         distance = (pl.col("ts") - event["ts"]).abs()
         ooms = ooms.sort(distance, "event_id").head(MAX_NEARBY_OOMS).sort("ts", "event_id")
     jobs = con.sql(sql_text("q_incident_jobs"), params=params).pl()
+    telemetry = con.sql(sql_text("q_incident_telemetry"), params={**params, "gpu_index": event["gpu_index"]}).pl()
+    telemetry = downsample(telemetry, "ts", "memory_used_bytes")
     return {"since": params["since"], "until": params["until"], "requests": requests.to_dict(as_series=False),
-            "ooms": ooms.to_dict(as_series=False), "jobs": jobs.to_dicts()}
+            "ooms": ooms.to_dict(as_series=False), "jobs": jobs.to_dicts(),
+            "telemetry": telemetry.to_dict(as_series=False)}
 
 
 def similar_incidents(classified: pl.DataFrame, event: dict[str, Any]) -> list[dict[str, Any]]:

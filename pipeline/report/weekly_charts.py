@@ -86,6 +86,11 @@ def _device_water_traces(s: dict[str, Any], trend: dict[str, Any] | None) -> lis
          "line": {"color": PALETTE[1], "width": 2},
          "hovertemplate": f"{name}<br>%{{x}}<br>held %{{y:.1%}} of the card<extra></extra>"},
     ]
+    if any(v is not None for v in s["device_level"]):
+        traces.append({"type": "scatter", "mode": "lines", "name": "device used (telemetry)", "x": s["hour"],
+                       "y": s["device_level"], "line": {"color": PALETTE[4], "width": 1, "dash": "dot"},
+                       "connectgaps": False,
+                       "hovertemplate": f"{name}<br>%{{x}}<br>device %{{y:.1%}} used (all processes)<extra></extra>"})
     oom_at = [(h, lv) for h, lv, n in zip(s["hour"], s["peak_level"], s["ooms"], strict=True) if n]
     if oom_at:
         traces.append({"type": "scatter", "mode": "markers", "name": "hour with an OOM", "x": [h for h, _ in oom_at],

@@ -159,19 +159,23 @@ def _hours(span: str) -> list[float]:
 
 
 def water_series(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> list[dict[str, Any]]:
-    """Hourly held and peak levels per device (fractions of the card), downsampled keeping OOM hours."""
+    """Hourly held and peak levels per device (fractions of the card), and the device level telemetry saw in
+    the same hours where there is telemetry; downsampled keeping OOM hours."""
     hourly = con.sql(sql_text("q_report_water_hourly"), params=_window(window)).pl()
     worst = (hourly.group_by("instance", "gpu_index").agg(pl.col("peak_level").max())
              .sort(["peak_level", "instance", "gpu_index"], descending=[True, False, False], nulls_last=True)
              .head(MAX_WATER_DEVICES))
     hourly = hourly.join(worst.select("instance", "gpu_index"), on=["instance", "gpu_index"], how="semi")
+    seen = con.sql(sql_text("q_report_telemetry_hourly"), params=_window(window)).pl()
+    hourly = hourly.join(seen, on=["instance", "gpu_index", "hour"], how="left")
     out = []
     for (instance, gpu), rows in hourly.group_by(["instance", "gpu_index"], maintain_order=True):
         rows = downsample(rows.with_columns((pl.col("ooms") > 0).alias("has_oom")), "hour", "peak_level",
                           keep="has_oom")
         out.append({"instance": instance, "gpu_index": gpu, "device_total": rows["device_total"].max(),
                     "hour": rows["hour"].to_list(), "held_level": _rounded(rows["held_level"]),
-                    "peak_level": _rounded(rows["peak_level"]), "ooms": rows["ooms"].to_list()})
+                    "peak_level": _rounded(rows["peak_level"]), "device_level": _rounded(rows["device_level"]),
+                    "ooms": rows["ooms"].to_list()})
     return out
 
 
