@@ -68,6 +68,7 @@ def fit_trend(days: np.ndarray, values: np.ndarray) -> Trend:
     return Trend(intercept, slope, se, r2, len(values))
 
 
+@shared()
 def hourly_levels(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
                   until: datetime | None = None) -> pl.DataFrame:
     """fct_water_hourly over the window, with `days` since each lifetime's first hour and `hod`."""

@@ -30,6 +30,7 @@ from .rate_tests import (
     rate_ratio,
     rate_ratio_p,
 )
+from .shared_results import shared
 
 # A host is affected when its Holm-adjusted p is below ALPHA, the rate inside is at least MIN_LIFT times
 # the rate outside, and at least MIN_OOMS_INSIDE OOMs fell inside: a handful of OOMs in a short window
@@ -51,6 +52,7 @@ class Schedule:
     last_end: datetime | None
 
 
+@shared()
 def host_effects(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
                  until: datetime | None = None) -> pl.DataFrame:
     """One row per job x instance: OOMs and traffic inside and outside the job's windows, and the test.
@@ -110,6 +112,7 @@ def _is_affected(row: dict) -> bool:
     return row["p_adjusted"] < ALPHA and lift_ok and row["ooms_in"] >= MIN_OOMS_INSIDE
 
 
+@shared()
 def schedules(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
               until: datetime | None = None) -> dict[str, Schedule]:
     """Each job's runs within the data, described ("daily 01:00-02:30 UTC", "weekly on Saturday ...")."""

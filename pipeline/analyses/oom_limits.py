@@ -10,6 +10,8 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
+from .shared_results import shared
+
 GIB = 1 << 30
 
 
@@ -19,6 +21,7 @@ def card_label(device_total: int | None, cap: int | None) -> str:
     return size if cap is None else f"{size} capped at {cap / GIB:.2f} GiB"
 
 
+@shared()
 def instance_limits(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Per instance and GPU: device size, cap, card key and the card's demonstrated `card_limit_bytes`.
 
@@ -42,6 +45,7 @@ def instance_limits(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
                     "card_ok_requests", "max_ok_peak_bytes", "p95_request_bytes"))
 
 
+@shared()
 def token_cost(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Per model version: bytes a request needs above its baseline per batch x (input + output) token."""
     return con.sql("SELECT * FROM fct_oom_token_cost").pl()

@@ -161,7 +161,7 @@ def _hours(span: str) -> list[float]:
 def water_series(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> list[dict[str, Any]]:
     """Hourly held and peak levels per device (fractions of the card), and the device level telemetry saw in
     the same hours where there is telemetry; downsampled keeping OOM hours."""
-    hourly = con.sql(sql_text("q_report_water_hourly"), params=_window(window)).pl()
+    hourly = forecast.hourly_levels(con, window.since, window.until)  # the forecast's own rows, computed once
     worst = (hourly.group_by("instance", "gpu_index").agg(pl.col("peak_level").max())
              .sort(["peak_level", "instance", "gpu_index"], descending=[True, False, False], nulls_last=True)
              .head(MAX_WATER_DEVICES))
