@@ -51,3 +51,20 @@ def best_of(runs: int, argv: list[str], before=None) -> Run:
             before()
         results.append(measure(argv))
     return min(results, key=lambda r: r.seconds)
+
+
+def generated_fleet(work: Path, requests: int, repo: Path) -> Path:
+    """`work/fleet`: the seeded sample fleet at `requests` requests, generated once and reused."""
+    fleet = work / "fleet"
+    if not fleet.exists():
+        gen = measure([sys.executable, str(repo / "sample_logs" / "generate.py"), "--out", str(fleet),
+                       "--requests", str(requests)])
+        print(f"generated {requests:,} requests in {gen.seconds:.1f} s")
+    return fleet
+
+
+def fresh_ingest(fleet: Path, db: Path) -> Run:
+    """`oomlab ingest` of the fleet into a new database at `db` (an old one and its WAL are removed)."""
+    for f in (db, db.with_name(db.name + ".wal")):
+        f.unlink(missing_ok=True)
+    return measure(oomlab_argv("ingest", str(fleet), "--db", str(db), "--quiet"))

@@ -10,11 +10,10 @@ of the findings run (target < 6 GB).
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 
-from _common import measure, oomlab_argv
+from _common import fresh_ingest, generated_fleet, measure, oomlab_argv
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -25,14 +24,8 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None)
     args = parser.parse_args()
     work = args.dir or Path(tempfile.mkdtemp(prefix="oomlab-findings-"))
-    fleet, db = work / "fleet", work / "fleet.duckdb"
-    if not fleet.exists():
-        gen = measure([sys.executable, str(REPO / "sample_logs" / "generate.py"), "--out", str(fleet),
-                       "--requests", str(args.requests)])
-        print(f"generated {args.requests:,} requests in {gen.seconds:.1f} s")
-    for f in (db, db.with_name(db.name + ".wal")):
-        f.unlink(missing_ok=True)
-    ingest = measure(oomlab_argv("ingest", str(fleet), "--db", str(db), "--quiet"))
+    fleet, db = generated_fleet(work, args.requests, REPO), work / "fleet.duckdb"
+    ingest = fresh_ingest(fleet, db)
     found = measure(oomlab_argv("findings", "--db", str(db), "--json", str(work / "findings.json")))
     print(f"oomlab ingest:   {ingest.seconds:.1f} s, peak {ingest.peak_mib / 1024:.2f} GB")
     print(f"oomlab findings: {found.seconds:.1f} s, peak {found.peak_mib / 1024:.2f} GB  (target < 6 GB)")

@@ -10,13 +10,12 @@ size (target <= 5 MB) and the report's peak memory.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 
 import duckdb
 
-from _common import measure, oomlab_argv
+from _common import fresh_ingest, generated_fleet, measure, oomlab_argv
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -27,14 +26,8 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None)
     args = parser.parse_args()
     work = args.dir or Path(tempfile.mkdtemp(prefix="oomlab-report-"))
-    fleet, db, page = work / "fleet", work / "fleet.duckdb", work / "weekly.html"
-    if not fleet.exists():
-        gen = measure([sys.executable, str(REPO / "sample_logs" / "generate.py"), "--out", str(fleet),
-                       "--requests", str(args.requests)])
-        print(f"generated {args.requests:,} requests in {gen.seconds:.1f} s")
-    for f in (db, db.with_name(db.name + ".wal")):
-        f.unlink(missing_ok=True)
-    ingest = measure(oomlab_argv("ingest", str(fleet), "--db", str(db), "--quiet"))
+    fleet, db, page = generated_fleet(work, args.requests, REPO), work / "fleet.duckdb", work / "weekly.html"
+    ingest = fresh_ingest(fleet, db)
     requests = duckdb.connect(str(db), read_only=True).execute("SELECT count(*) FROM requests").fetchall()[0][0]
     report = measure(oomlab_argv("report", "weekly", "--db", str(db), "-o", str(page),
                                  "--json", str(work / "weekly.json")))
