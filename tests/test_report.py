@@ -226,3 +226,13 @@ def test_reports_show_what_gpu_telemetry_saw(demo, weekly):
     assert seen["ts"] and all(used > 0 for used in seen["memory_used_bytes"])
     assert {t["name"] for t in _charts(page.with_suffix(".html").read_text())["chart-timeline"]["data"]} >= {
         "device used (nvidia-smi / DCGM)", "allocated after request"}
+
+
+def test_docs_list_every_key_of_both_documents(demo, weekly):
+    doc = (Path(__file__).parent.parent / "docs" / "reports.md").read_text()
+    incident = json.loads(next(p for p in demo.written if p.name.startswith("incident-")
+                               and p.suffix == ".json").read_text())
+    for key in [*weekly, *incident]:
+        assert f"`{key}`" in doc, key
+    for key in incident["timeline"]:
+        assert f"`{key}`" in doc, key
