@@ -98,9 +98,10 @@ class DemoResult:
 
 def demo(out_dir: str | Path | None = None, progress: Progress | None = None) -> DemoResult:
     """Ingest the bundled sample logs into a fresh database in `out_dir` and render the weekly report (the
-    fleet's last week) and the incident report of the OOM behind its most important finding."""
+    fleet's last week), the incident report of the OOM behind its most important finding, and that of an OOM
+    a bundled snapshot recorded (its page shows the snapshot view)."""
     from .assets import asset_dir
-    from .report.demo_choices import folder_week, most_important_oom
+    from .report.demo_choices import folder_week, most_important_oom, oom_with_snapshot
     from .report.incident import incident_report as build_incident
     from .report.weekly import weekly_report as build_weekly
 
@@ -118,9 +119,10 @@ def demo(out_dir: str | Path | None = None, progress: Progress | None = None) ->
         window = weekly.doc["window"]
         event = most_important_oom(con, weekly.doc["findings"], datetime.fromisoformat(window["since"]),
                                    datetime.fromisoformat(window["until"]))
-        if event is not None:
-            written += build_incident(con, event_id=event).write(out / f"incident-{event}.html",
-                                                                 out / f"incident-{event}.json")
+        recorded = oom_with_snapshot(con)
+        for oom in dict.fromkeys(e for e in (event, recorded) if e is not None):
+            written += build_incident(con, event_id=oom).write(out / f"incident-{oom}.html",
+                                                               out / f"incident-{oom}.json")
     finally:
         con.close()
     return DemoResult(db_path, written, weekly.doc["findings"], report)

@@ -43,7 +43,12 @@ def _charts(html: str) -> dict[str, dict]:
 def test_demo_writes_the_weekly_report_of_the_fleets_last_week_and_an_incident(demo, weekly):
     names = sorted(p.name for p in demo.written)
     assert names[-2:] == ["weekly.html", "weekly.json"]
-    assert any(re.fullmatch(r"incident-\d+\.html", n) for n in names)
+    incidents = [p for p in demo.written if re.fullmatch(r"incident-\d+\.json", p.name)]
+    assert len(incidents) == 2 and len([n for n in names if re.fullmatch(r"incident-\d+\.html", n)]) == 2
+    top, recorded = (json.loads(p.read_text()) for p in incidents)
+    assert top["verdict"]["cause"] == "capacity" and top["snapshot"] is None  # the A10 prompt threshold's
+    assert recorded["verdict"]["cause"] == "leak" and recorded["event"]["request_id"] == "gpu-a-0-00039"
+    assert recorded["snapshot"]["info"]["file"] == "gpu-a-0.snapshot_first_oom.pickle.gz"
     assert weekly["window"] == {"since": "2026-11-16T00:00:00", "until": "2026-11-23T00:00:00"}
     assert [f["action"] for f in demo.findings] == [f["action"] for f in weekly["findings"]]
 

@@ -43,6 +43,18 @@ def most_important_oom(con: duckdb.DuckDBPyConnection, findings: list[dict[str, 
     return None if events.is_empty() else _latest(events)
 
 
+def oom_with_snapshot(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The logged OOM a snapshot also recorded (a leak's first, when there is one): its incident page shows the
+    snapshot view."""
+    events = classify_ooms(con)
+    recorded = events.filter(pl.col("duplicate_of").is_not_null())["duplicate_of"].unique().to_list()
+    logged = events.filter(pl.col("event_id").is_in(recorded))
+    if logged.is_empty():
+        return None
+    ranked = logged.with_columns((pl.col("cause") == "leak").alias("_leak"))
+    return int(ranked.sort(["_leak", "ts", "event_id"], descending=[True, False, False])["event_id"][0])
+
+
 def _latest(events: pl.DataFrame) -> int:
     """The latest event, preferring those with a request row (its page then has a memory timeline)."""
     ranked = events.with_columns(pl.col("tokens").is_not_null().alias("_logged"))
