@@ -8,6 +8,7 @@ from typing import Any
 from .figures import GIB, OOM_COLOR, PALETTE, base_layout, figure, gib, level_bands
 
 FORECAST_DAYS = 14
+FEW_POINTS = 6
 MAX_SITE_CHARTS = 3
 
 
@@ -78,11 +79,12 @@ def water_chart(series: list[dict[str, Any]], forecasts: list[dict[str, Any]]) -
 def _device_water_traces(s: dict[str, Any], trend: dict[str, Any] | None) -> list[dict[str, Any]]:
     """One device's lines: hourly peak, held level between requests, OOM hours and the forecast."""
     name = _device(s)
+    mode = "lines" if len(s["hour"]) >= FEW_POINTS else "lines+markers"  # a lone hour is still visible
     traces = [
-        {"type": "scatter", "mode": "lines", "name": "peak during requests", "x": s["hour"], "y": s["peak_level"],
+        {"type": "scatter", "mode": mode, "name": "peak during requests", "x": s["hour"], "y": s["peak_level"],
          "line": {"color": PALETTE[0], "width": 1},
          "hovertemplate": f"{name}<br>%{{x}}<br>peak %{{y:.1%}} of the card<extra></extra>"},
-        {"type": "scatter", "mode": "lines", "name": "held between requests", "x": s["hour"], "y": s["held_level"],
+        {"type": "scatter", "mode": mode, "name": "held between requests", "x": s["hour"], "y": s["held_level"],
          "line": {"color": PALETTE[1], "width": 2},
          "hovertemplate": f"{name}<br>%{{x}}<br>held %{{y:.1%}} of the card<extra></extra>"},
     ]
@@ -144,7 +146,8 @@ def sites_chart(sites: list[dict[str, Any]]) -> dict[str, Any]:
              "x": [round(s["live_bytes"] / GIB, 4) for s in sites], "marker": {"color": "#9467bd"},
              "text": [f"{s['share_of_allocated']:.0%}" for s in sites], "textposition": "outside",
              "hovertemplate": "%{y}<br>%{x:.3f} GiB live<extra></extra>"}
-    layout = base_layout("live memory (GiB)", "allocation site (file:function:line)", height=60 + 28 * len(sites),
+    layout = base_layout("live memory (GiB)", "allocation site (file:function:line)",
+                         height=max(200, 90 + 28 * len(sites)),
                          margin={"l": 320}, yaxis={"automargin": True})
     return figure([trace], layout)
 
