@@ -83,10 +83,16 @@ def week_over_week(con: duckdb.DuckDBPyConnection, now: datetime | None = None) 
     if end is None:
         return pl.DataFrame(schema={"metric": pl.Utf8, "last_week": pl.Float64, "this_week": pl.Float64,
                                     "change": pl.Float64, "change_pct": pl.Float64})
-    table = periods(con, end - 2 * WEEK, end, WEEK, end)
-    last = _period_row(table, end - 2 * WEEK)
-    this = _period_row(table, end - WEEK)
-    return _compare(last, this)
+    return period_over_period(con, end - WEEK, end)
+
+
+def period_over_period(con: duckdb.DuckDBPyConnection, since: datetime, until: datetime) -> pl.DataFrame:
+    """[since, until) against the period of the same length before it; columns as `week_over_week`
+    (`last_week` is the period before, `this_week` the one asked for, whatever their length)."""
+    since, until = utc_naive(since), utc_naive(until)
+    width = until - since
+    table = periods(con, since - width, until, width, since - width)
+    return _compare(_period_row(table, since - width), _period_row(table, since))
 
 
 def _period_row(table: pl.DataFrame, start: datetime) -> dict[str, float | None]:

@@ -102,22 +102,10 @@ def _document(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> dict[str,
 
 def headline(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> list[dict[str, Any]]:
     """Each headline metric this period and the one before, with the change."""
-    start, _ = window.previous
-    table = aggregates.periods(con, start, window.until, window.until - window.since, start)
-    def metrics(at: datetime) -> dict[str, float | None]:
-        rows = table.filter(pl.col("period_start") == at)
-        if rows.is_empty():
-            return {m: (None if m == "oom_rate_per_1k" else 0.0) for m in HEADLINE_LABELS}
-        return {m: rows[m][0] for m in HEADLINE_LABELS}
-    last, this = metrics(start), metrics(window.since)
-    out = []
-    for metric, label in HEADLINE_LABELS.items():
-        before, after = last[metric], this[metric]
-        change = None if before is None or after is None else after - before
-        pct = None if change is None or not before else 100.0 * change / before
-        out.append({"metric": metric, "label": label, "previous": before, "current": after,
-                    "change": change, "change_pct": pct})
-    return out
+    rows = {r["metric"]: r for r in aggregates.period_over_period(con, window.since, window.until).to_dicts()}
+    return [{"metric": metric, "label": label, "previous": rows[metric]["last_week"],
+             "current": rows[metric]["this_week"], "change": rows[metric]["change"],
+             "change_pct": rows[metric]["change_pct"]} for metric, label in HEADLINE_LABELS.items()]
 
 
 def heatmap(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> dict[str, Any]:
