@@ -1,72 +1,106 @@
-"""Facts about a file gathered in one pass beside DuckDB's work: content hash and line structure."""
+"""Facts about a file gathered in one pass beside DuckDB's work: content fingerprint and line structure."""
 
 from __future__ import annotations
 
-import hashlib
+import mmap
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
+import xxhash
+
 from .compression import compression_of, open_binary
 
 _CHUNK = 8 << 20
+_COUNT_PIECE = 1 << 20  # newlines are counted in pieces that stay in the CPU cache
 
 
 @dataclass(frozen=True, slots=True)
 class FileFacts:
-    """sha256 of the bytes on disk; lines of the decompressed text (-1 when not counted)."""
+    """The fingerprint of the bytes on disk; lines of the decompressed text (-1 when not counted)."""
 
-    sha256: str
+    fingerprint: str
     lines: int
 
 
-def sha256_of(path: str | Path) -> str:
-    """The sha256 of a file's bytes as stored."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)  # releases the GIL: runs beside DuckDB's threads
+def fingerprint_of(path: str | Path) -> str:
+    """xxh3-128 (hex) of a file's bytes as stored: what tells ingest it has seen a file's content before.
+
+    Idempotency needs a collision-free key, not a cryptographic one: xxh3 hashes about 20 GB/s where sha256
+    managed 1.2, and sha256's second was most of a text log's ingest.
+    """
+    digest = xxhash.xxh3_128()
+    _each_piece(path, digest.update)
     return digest.hexdigest()
+
+
+def _each_piece(path: str | Path, consume: Callable[[memoryview | bytes], object]) -> None:
+    """Hand the file's bytes as stored to `consume` in pieces: views of a memory map (no copy), or reads
+    where the file cannot be mapped."""
+    with open(path, "rb") as handle:
+        try:
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        except (ValueError, OSError):  # an empty file, or one that is not a regular file
+            mapped = None
+        if mapped is None:
+            while chunk := handle.read(_CHUNK):
+                consume(chunk)
+            return
+        with mapped, memoryview(mapped) as view:
+            for start in range(0, len(view), _CHUNK):
+                with view[start : start + _CHUNK] as piece:
+                    consume(piece)
+                if hasattr(mmap, "MADV_DONTNEED"):  # resident memory stays at one piece; the page cache keeps it
+                    mapped.madvise(mmap.MADV_DONTNEED, start, min(_CHUNK, len(mapped) - start))
 
 
 class _LineCounter:
     """Counts lines across chunks; a last line without its newline counts too."""
 
     def __init__(self) -> None:
-        self.lines = 0
-        self._last = b"\n"
+        import numpy as np  # here: request logs that are not counted never load numpy
 
-    def feed(self, chunk: bytes) -> None:
-        if chunk:
-            self.lines += chunk.count(b"\n")
-            self._last = chunk[-1:]
+        self._np = np
+        self.lines = 0
+        self._last = 10  # b"\n"
+
+    def feed(self, chunk: memoryview | bytes) -> None:
+        """Count the newlines of one chunk (numpy's compare and count run at memory speed; bytes.count does not)."""
+        data = self._np.frombuffer(chunk, self._np.uint8)
+        for start in range(0, len(data), _COUNT_PIECE):
+            self.lines += int(self._np.count_nonzero(data[start : start + _COUNT_PIECE] == 10))
+        if len(data):
+            self._last = int(data[-1])
 
     def finish(self) -> None:
-        if self._last != b"\n":
+        if self._last != 10:
             self.lines += 1
 
 
 def file_facts(path: str | Path, count_lines: bool = True) -> FileFacts:
-    """Hash and line facts in one read (two when the file is compressed); lines are counted only when
+    """Fingerprint and line facts in one pass (two when the file is compressed); lines are counted only when
     asked, since counting holds the GIL that a text scan beside it needs."""
-    counter = _LineCounter()
     if not count_lines:
-        return FileFacts(sha256_of(path), -1)
+        return FileFacts(fingerprint_of(path), -1)
+    counter = _LineCounter()
     if compression_of(path) is None:
-        digest = hashlib.sha256()
-        with open(path, "rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                digest.update(chunk)
-                counter.feed(chunk)
-        sha = digest.hexdigest()
+        digest = xxhash.xxh3_128()
+
+        def both(piece: memoryview | bytes) -> None:
+            digest.update(piece)
+            counter.feed(piece)
+
+        _each_piece(path, both)
+        fingerprint = digest.hexdigest()
     else:
-        sha = sha256_of(path)
+        fingerprint = fingerprint_of(path)
         with open_binary(path) as handle:
             while chunk := handle.read(_CHUNK):
                 counter.feed(chunk)
     counter.finish()
-    return FileFacts(sha, counter.lines)
+    return FileFacts(fingerprint, counter.lines)
 
 
 def facts_in_background(path: str | Path, count_lines: bool = True) -> Future[FileFacts]:
