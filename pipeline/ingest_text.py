@@ -10,6 +10,7 @@ import duckdb
 from . import load
 from .config import IngestOptions
 from .ingest_telemetry import insert_engine_memory, startup_scanner
+from .parse.telemetry_vllm import FINDER as STARTUP_FINDER
 from .parse.textlog import scan_text_log
 from .records import Reject, TextOom
 
@@ -20,7 +21,7 @@ def ingest_text_log(con: duckdb.DuckDBPyConnection, path: Path, source_id: int,
     instance = options.instance_for(path)
     events, rejects = [], []
     startup = startup_scanner(options)
-    for item in scan_text_log(path, default_tz=options.tz, on_window=startup.window):
+    for item in scan_text_log(path, default_tz=options.tz, on_window=startup.window, also=[STARTUP_FINDER]):
         if isinstance(item, Reject):
             rejects.append(item)
         else:

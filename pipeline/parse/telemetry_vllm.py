@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 
 from .logline import LineClock
-from .textscan import MarkerFinder, Window, count_newlines
+from .textscan import MarkerFinder, Window
 from .units import size_to_bytes, to_utc_naive
 
 # Marker strings: a line holding one of them may state start-up memory (searched by textscan).
@@ -46,7 +46,7 @@ _SAME_BYTES = 12 << 20
 
 # vLLM's own logger prefix: `INFO 08-12 22:32:11 [worker.py:295]`, after an optional `(EngineCore pid=1) `.
 _VLLM_TS = re.compile(r"^\s*(?:\([^)]*\)\s*)?(?:INFO|WARNING|DEBUG|ERROR)\s+(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})")
-_FINDER = MarkerFinder(MARKERS)
+FINDER = MarkerFinder(MARKERS)  # pass it to scan_text_log(also=...) to share the OOM scan's search
 
 _NUM = r"(-?\d+(?:\.\d+)?)"
 _AMOUNT = rf"{_NUM}\s*(GiB|GB|MiB|MB|bytes)"
@@ -212,19 +212,13 @@ class StartupScanner:
     clock: LineClock
     merger: StartupMerger = field(default_factory=StartupMerger)
     found: list[StartupMemory] = field(default_factory=list)
-    line: int = 1  # the line number at offset `pos`
-    pos: int = 0  # an absolute offset: a line start
 
     def window(self, window: Window) -> None:
-        """Take the marker lines of one window."""
-        for hit in _FINDER.lines(window.buf, window.lo, window.hi):
-            self.line += count_newlines(window.arr, self.pos - window.base, hit)
-            self.pos = window.base + hit
+        """Take the marker lines of one window (found by the OOM scan's search when it was given `FINDER`)."""
+        for hit, line in window.marked(FINDER):
             end = window.buf.find(b"\n", hit, len(window.buf))
             text = window.buf[hit : len(window.buf) if end < 0 else end].decode("utf-8", errors="replace")
-            self.found.extend(self.merger.add(self.line, _line_time(self.clock, text), text))
-        self.line += count_newlines(window.arr, self.pos - window.base, window.hi)
-        self.pos = window.base + window.hi
+            self.found.extend(self.merger.add(line, _line_time(self.clock, text), text))
 
     def reports(self) -> list[StartupMemory]:
         """Every report, the last one closed."""

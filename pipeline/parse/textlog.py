@@ -1,15 +1,15 @@
 """Find and parse every OOM message in a text log (plain, gzip, xz or zstd), with its line and timestamp.
 
 The log is never walked line by line in Python: `textscan` finds the lines that hold an OOM marker
-(`OOM_MARKERS`) and counts newlines with numpy; only those lines, and the few around them that
-belong to the same message, are decoded and parsed here.
+(`OOM_MARKERS`) and numbers them; only those lines, and the few around them that belong to the same
+message, are decoded and parsed here.
 """
 
 from __future__ import annotations
 
 import lzma
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfoNotFoundError
@@ -21,7 +21,7 @@ from ..records import OomMessage, Reject, TextOom
 from .logline import FOLLOW_UP, LineClock, claims_oom, is_record_start
 from .oom_clean import clean_message_text
 from .oom_message import OOM_MARKERS, analyse_oom_text
-from .textscan import SEGMENT_BYTES, MarkerFinder, Window, count_newlines, iter_windows
+from .textscan import SEGMENT_BYTES, MarkerFinder, Window, iter_windows
 
 REJECT_REASON = "text mentions out of memory but matches no known OOM message format"
 MAX_MESSAGE_LINES = 64  # a message continues over at most this many lines
@@ -37,7 +37,8 @@ _EXCEPTION_HEAD = re.compile(r"[\w.]*(?:Error|Exception)\s*:?\s*")
 
 def scan_text_log(path: str | Path, *, default_tz: str | None = None, year: int | None = None,
                   chunk_size: int = SEGMENT_BYTES,
-                  on_window: Callable[[Window], object] | None = None) -> Iterator[TextOom | Reject]:
+                  on_window: Callable[[Window], object] | None = None,
+                  also: Sequence[MarkerFinder] = ()) -> Iterator[TextOom | Reject]:
     """Every OOM message in the text log at `path`, in order, or a Reject for OOM-looking text that
     matches no known format.
 
@@ -46,7 +47,8 @@ def scan_text_log(path: str | Path, *, default_tz: str | None = None, year: int 
     field of a JSON record) as naive UTC: naive times are read in `default_tz` (UTC when None), and
     syslog times, which have no year, get `year` (the current UTC year when None). `chunk_size` is
     the unit of work (tests make it small to put messages across chunk boundaries). `on_window` sees every
-    window of the log first, so other readers (vLLM's start-up report) share the one decompression.
+    window of the log first, so other readers (vLLM's start-up report) share the one decompression; the lines
+    holding the markers of `also` (theirs) are found by the same search (`Window.marked`).
     """
     try:
         clock = LineClock(default_tz, year)
@@ -55,7 +57,7 @@ def scan_text_log(path: str | Path, *, default_tz: str | None = None, year: int 
                          hint="pass an IANA zone name such as Europe/Berlin") from exc
     try:
         scanner = _Scanner(clock)
-        for window in iter_windows(path, _FINDER, segment=chunk_size):
+        for window in iter_windows(path, [_FINDER, *also], segment=chunk_size):
             if on_window is not None:
                 on_window(window)
             yield from scanner.scan(window)
@@ -90,30 +92,21 @@ def _analyse(text: str) -> tuple[OomMessage | None, str, int]:
 
 @dataclass
 class _Scanner:
-    """Walks the marker lines of successive windows, keeping the line count and what was consumed."""
+    """Walks the marker lines of successive windows, keeping what was consumed."""
 
     clock: LineClock
-    line: int = 1  # the line number at offset `pos`
-    pos: int = 0  # an absolute offset: a line start
     consumed: int = 0  # absolute offset up to which lines belong to messages already reported
     _window: Window | None = field(default=None, repr=False)
 
     def scan(self, window: Window) -> Iterator[TextOom | Reject]:
         """The messages that start on the marker lines of `window`."""
         self._window = window
-        for hit in window.hits:
-            self._advance(window, hit)
+        for hit, line in window.marked(_FINDER):
             if window.base + hit < self.consumed:
                 continue
-            found = self._message_at(hit, self.line)
+            found = self._message_at(hit, line)
             if found is not None:
                 yield found
-        self._advance(window, window.hi)
-
-    def _advance(self, window: Window, local: int) -> None:
-        """Move `pos` to `local` (a line start in the window), counting the newlines passed."""
-        self.line += count_newlines(window.arr, self.pos - window.base, local)
-        self.pos = window.base + local
 
     def _line_end(self, start: int) -> int:
         """The offset after the line that starts at `start` (its newline included)."""

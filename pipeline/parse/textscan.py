@@ -1,19 +1,21 @@
-"""Find, without a Python loop per line, the lines of a large text log that contain marker strings.
+"""Find, without a Python loop per line, the lines of a large text log that contain marker strings, and
+their line numbers.
 
 A plain file is memory-mapped and cut into segments; a compressed one is decompressed into buffers of
-the same size. Each segment is split at line ends into ~32 KiB blocks, and one polars regex `find`
-over all blocks (Rust, GIL released) gives the first marker in each; the rest of a block that had one
-is searched again, until no block has more. Python sees only the lines that hold a marker. The next
-segments are searched in a background thread while the caller works on the current ones.
+the same size. Each segment is split at line ends into ~32 KiB blocks, and one polars query over all
+blocks (Rust, GIL released) gives the first marker in each and counts each block's newlines; the rest
+of a block that had one is searched again, until no block has more. Python sees only the lines that
+hold a marker. The next segments are searched in a background thread while the caller works on the
+current ones; every reader's markers are searched at once, so a log is read once whoever reads it.
 """
 
 from __future__ import annotations
 
 import mmap
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,7 @@ _VIEW = np.dtype([("len", "<i4"), ("prefix", "V4"), ("buf", "<i4"), ("off", "<i4
 _ASCII_ONLY = bytes(range(128)) + b"?" * 128
 
 Buffer = Any  # bytes, bytearray or mmap.mmap: the buffer protocol plus find/rfind
+Mark = tuple[int, int]  # a line that holds a marker: its start in the window's buffer, its 1-based line number
 
 
 def _rust_escape(marker: bytes) -> str:
@@ -61,7 +64,10 @@ class MarkerFinder:
 
     def __init__(self, markers: Sequence[bytes]) -> None:
         self.markers = tuple(markers)
-        self.pattern = "|".join(_rust_escape(m) for m in self.markers)
+        # A marker that holds another one finds no line the other does not: the search skips it (fewer
+        # literals make the regex's prefilter faster); `split` tells the readers' markers apart again.
+        needed = [m for m in dict.fromkeys(self.markers) if not any(o != m and o in m for o in self.markers)]
+        self.pattern = "|".join(_rust_escape(m) for m in needed)
 
     def lines(self, buf: Buffer, lo: int, hi: int) -> list[int]:
         """Sorted start offsets of the lines in buf[lo:hi] that hold a marker (lo is a line start)."""
@@ -98,6 +104,19 @@ class MarkerFinder:
             keep = ends > starts
             starts, ends = starts[keep], ends[keep]
         return sorted(set(found))
+
+    def split(self, buf: Buffer, starts: list[int], readers: Sequence[tuple[bytes, ...]]) -> list[list[int]]:
+        """For each reader's markers (together this finder's), the lines of `starts` that hold one of them."""
+        if len(readers) == 1:
+            return [starts]
+        out: list[list[int]] = [[] for _ in readers]
+        for start in starts:
+            end = buf.find(b"\n", start)
+            text = buf[start : len(buf) if end < 0 else end]
+            for found, markers in zip(out, readers, strict=True):
+                if any(m in text for m in markers):
+                    found.append(start)
+        return out
 
 
 def _blocks(buf: Buffer, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
@@ -177,7 +196,27 @@ class Window:
     base: int  # offset of buf[0] in the decompressed log
     lo: int  # a line start
     hi: int  # a line start, or the end of the log
-    hits: tuple[int, ...] = ()  # starts of the lines in [lo, hi) that hold a marker
+    line: int = 1  # the number of the line at lo
+    found: Mapping[tuple[bytes, ...], tuple[Mark, ...]] = field(default_factory=dict)  # marks searched ahead
+
+    def marked(self, finder: MarkerFinder) -> tuple[Mark, ...]:
+        """The lines in [lo, hi) that hold one of `finder`'s markers, in order: searched ahead when iter_windows
+        was asked for these markers, else searched now."""
+        ahead = self.found.get(finder.markers)
+        if ahead is not None:
+            return ahead
+        return tuple(_numbered(self.arr, finder.lines(self.buf, self.lo, self.hi), self.lo, self.line)[0])
+
+
+def _numbered(arr: np.ndarray, starts: Sequence[int], lo: int, line: int) -> tuple[list[Mark], int, int]:
+    """Sorted line starts from `lo` on (whose line is number `line`) with their numbers; and the last start
+    and its number, from where counting goes on."""
+    marks, pos = [], lo
+    for start in starts:
+        line += count_newlines(arr, pos, start)
+        marks.append((start, line))
+        pos = start
+    return marks, pos, line
 
 
 def _mapped_windows(path: Path, segment: int) -> Iterator[Window]:
@@ -258,8 +297,10 @@ def _stream_windows(path: Path, segment: int, lookahead: int) -> Iterator[Window
             carry, base, lo = buf[keep:], base + keep, hi - keep
 
 
-def iter_windows(path: str | Path, finder: MarkerFinder, *, segment: int = SEGMENT_BYTES) -> Iterator[Window]:
-    """The windows of the log at `path` in order, each with its marker lines found ahead of time.
+def iter_windows(path: str | Path, finders: Sequence[MarkerFinder], *,
+                 segment: int = SEGMENT_BYTES) -> Iterator[Window]:
+    """The windows of the log at `path` in order, numbered, each with the marker lines of every finder found
+    ahead of time (`Window.marked`), in one search for all their markers.
 
     A compressed buffer holds LOOKAHEAD_BYTES after its scan region, so a message that starts in
     the region can be read whole; with a `segment` smaller than that, buffers accumulate reads.
@@ -270,26 +311,31 @@ def iter_windows(path: str | Path, finder: MarkerFinder, *, segment: int = SEGME
         raw = _mapped_windows(path, segment)
     else:
         raw = _stream_windows(path, segment, LOOKAHEAD_BYTES)
+    search = _Search(finders)
     batches = _batches(raw)
+    line = 1
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="oomlab-scan") as pool:
         batch = next(batches, None)
-        future = pool.submit(_search, finder, batch) if batch else None
+        future = pool.submit(search, batch) if batch else None
         while batch and future:
             found = future.result()
             following = next(batches, None)
-            future = pool.submit(_search, finder, following) if following else None
-            for window, hits in zip(batch, found, strict=True):
-                yield replace(window, hits=tuple(hits))
+            future = pool.submit(search, following) if following else None
+            for window, (union, split) in zip(batch, found, strict=True):
+                # Numbering here rather than in the worker: numpy releases the GIL for each piece it counts,
+                # and the worker would then wait for it behind the caller's parsing every time.
+                marks, pos, at = _numbered(window.arr, union, window.lo, line)
+                number = dict(marks)
+                yield replace(window, line=line, found={
+                    markers: tuple((start, number[start]) for start in starts)
+                    for markers, starts in zip(search.readers, split, strict=True)})
+                line = at + count_newlines(window.arr, pos, window.hi)
             _release(batch[-1].buf, batch[-1].lo)
             batch = following
 
 
 def _batches(windows: Iterator[Window]) -> Iterator[list[Window]]:
-    """Windows in groups of _BATCH: the unit a worker searches while the caller parses the previous.
-
-    The caller's numpy calls (counting newlines) release the GIL between its messages, so the
-    worker, whose polars and numpy calls each need the GIL back when they return, is not starved.
-    """
+    """Windows in groups of _BATCH: the unit a worker searches while the caller parses the previous."""
     batch: list[Window] = []
     for window in windows:
         batch.append(window)
@@ -300,6 +346,17 @@ def _batches(windows: Iterator[Window]) -> Iterator[list[Window]]:
         yield batch
 
 
-def _search(finder: MarkerFinder, batch: list[Window]) -> list[list[int]]:
-    """The marker lines of each window of a batch."""
-    return [finder.lines(window.buf, window.lo, window.hi) for window in batch]
+class _Search:
+    """The worker's job: one search for the markers of every finder, then which finder's markers each line holds."""
+
+    def __init__(self, finders: Sequence[MarkerFinder]) -> None:
+        self.readers = list(dict.fromkeys(f.markers for f in finders))
+        self.union = MarkerFinder([m for markers in self.readers for m in markers])
+
+    def __call__(self, batch: list[Window]) -> list[tuple[list[int], list[list[int]]]]:
+        """Per window of a batch: the lines holding any marker, and those holding each finder's."""
+        found = []
+        for window in batch:
+            union = self.union.lines(window.buf, window.lo, window.hi)
+            found.append((union, self.union.split(window.buf, union, self.readers)))
+        return found
