@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from concurrent.futures import Future
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from .parse.facts import FileFacts
 from .parse.oom_message import parse_oom_message
 from .records import OomMessage
 from .sql import run_file, sql_text
+
+_STAGE_TABLE = "ingest_copy"  # the temp table of _copy_in_file_order (a name no view of sql/ uses)
 
 
 class FastPathRefused(Exception):
@@ -72,36 +75,38 @@ def _load_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str, labels: di
 
 def _load_fast(con: duckdb.DuckDBPyConnection, stage: structured.Stage, labels: dict[str, object],
                options: IngestOptions, facts: Future[FileFacts], kind: str) -> tuple[int, int]:
-    """Read the file once into a temporary table in file order, number its rows, then load them."""
-    staged = staged_select(stage, options.fields, options.tz)
-    if "ts" not in staged.mapping:
+    """Copy the file's records, as the reader types them, into a temporary table in file order; then normalize
+    and load them, numbered by that order."""
+    if "ts" not in staged_select(stage, options.fields, options.tz).mapping:
         raise FastPathRefused  # the reader saw no timestamp column (e.g. lines that are not all objects)
-    total = _stage_in_file_order(con, staged)
+    total = _copy_in_file_order(con, stage)
     file_facts = facts.result() if kind in detect.LINE_ORIENTED else None  # counted while DuckDB read
     if file_facts is not None and file_facts.lines >= 0 and total != _expected_records(kind, file_facts):
         # rows do not line up with lines: the reader skipped blank lines, or a CSV quotes newlines
         raise FastPathRefused
-    numbered = Staged("SELECT * REPLACE (rowid - $row_base + $first_line AS line) FROM stg_requests",
-                      {"row_base": load.scalar(con, "SELECT min(rowid) FROM stg_requests"),
-                       "first_line": stage.first_line}, staged.mapping)
-    rows = _insert(con, "insert_requests", numbered, labels)
-    rejects = _insert(con, "insert_stage_rejects", numbered, labels) if rows < total else 0
-    con.execute("DROP TABLE stg_requests")
+    copied = replace(stage, relation=_STAGE_TABLE, line="rowid - $row_base + $first_line", params={
+        "row_base": load.scalar(con, f"SELECT min(rowid) FROM {_STAGE_TABLE}"), "first_line": stage.first_line})
+    staged = staged_select(copied, options.fields, options.tz)
+    rows = _insert(con, "insert_requests", staged, labels)
+    rejects = _insert(con, "insert_stage_rejects", staged, labels) if rows < total else 0
+    con.execute(f"DROP TABLE {_STAGE_TABLE}")
     return rows, rejects
 
 
-def _stage_in_file_order(con: duckdb.DuckDBPyConnection, staged: Staged) -> int:
-    """Materialise the staged rows in a temp table whose row ids follow the file's order; returns its rows.
+def _copy_in_file_order(con: duckdb.DuckDBPyConnection, stage: structured.Stage) -> int:
+    """Copy the reader's records into a temp table whose row ids follow the file's order; returns its rows.
 
     Keeping insertion order lets the reader run in parallel and still number rows (rowid order is file
-    order); the counts checked by the caller make sure no line was skipped.
+    order); the counts checked by the caller make sure no line was skipped. The copy holds the columns as
+    read, not normalized: normalizing runs once, in parallel, on the way into `requests`, and the copy is
+    the narrower of the two to write in order (about 0.3 s less for 2M lines than staging normalized rows).
     """
     con.execute("SET preserve_insertion_order = true")
     try:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE stg_requests AS {staged.sql}", staged.params)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE_TABLE} AS SELECT * FROM {stage.relation}", stage.params)
     finally:
         con.execute("SET preserve_insertion_order = false")
-    return int(load.scalar(con, "SELECT count(*) FROM stg_requests"))  # type: ignore[arg-type]
+    return int(load.scalar(con, f"SELECT count(*) FROM {_STAGE_TABLE}"))  # type: ignore[arg-type]
 
 
 def _expected_records(kind: str, facts: FileFacts) -> int:
