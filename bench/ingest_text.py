@@ -1,8 +1,9 @@
 """Benchmark: oomlab's text-log ingest against `grep -c 'out of memory'` on the same large log.
 
 Generates (seeded) a plain text log of realistic service log lines with one real-format OOM message
-(variants of the H200 captures in tests/data/h200) per 1,000 lines, then times both sides and prints
-`ratio = oomlab / grep` (target <= 5). Run: `python bench/ingest_text.py [--size-mb 1024] [--dir D]`.
+(variants of the H200 captures in tests/data/h200) per 1,000 lines, then times both sides (the fastest of
+three runs each) and prints `ratio = oomlab / grep` (target <= 5).
+Run: `python bench/ingest_text.py [--size-mb 1024] [--dir D] [--runs 3]`.
 """
 
 from __future__ import annotations
@@ -143,18 +144,25 @@ def run_scan(log: Path) -> tuple[Run, int, float, float]:
     return run, int(found), float(import_s), float(scan_s)
 
 
-def run_cli(log: Path, workdir: Path) -> tuple[Run, int | None]:
-    """`oomlab ingest FILE --db TMP.duckdb --quiet`: the run and the number of events it loaded."""
+def run_cli(log: Path, workdir: Path, runs: int) -> tuple[Run, list[float], int | None]:
+    """`oomlab ingest FILE --db TMP.duckdb --quiet` `runs` times, each into a new database (grep's side is a
+    best of three as well: this machine is noisy): the fastest run, every run's seconds, and the number of
+    events it loaded."""
     db = workdir / "bench.duckdb"
-    run = timed(["oomlab", "ingest", str(log), "--db", str(db), "--quiet"])
+    results = []
+    for _ in range(runs):
+        for stale in (db, db.with_name(db.name + ".wal")):
+            stale.unlink(missing_ok=True)
+        results.append(timed(["oomlab", "ingest", str(log), "--db", str(db), "--quiet"]))
+    run, seconds = min(results, key=lambda r: r.seconds), [r.seconds for r in results]
     try:
         import duckdb
 
         with duckdb.connect(str(db), read_only=True) as con:
             row = con.execute("SELECT count(*) FROM oom_events").fetchone()
-        return run, int(row[0]) if row else None
+        return run, seconds, int(row[0]) if row else None
     except Exception:  # the count is informative only; the schema belongs to the loader
-        return run, None
+        return run, seconds, None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,10 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size-mb", type=int, default=1024, help="log size in MiB (default 1024)")
     parser.add_argument("--dir", type=Path, default=None, help="where to write the log (default: a temp dir)")
     parser.add_argument("--seed", type=int, default=20261130)
+    parser.add_argument("--runs", type=int, default=3, help="oomlab runs, the fastest counts (default 3)")
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="oomlab-bench-", dir=args.dir))
     try:
-        return bench(workdir, args.size_mb, args.seed)
+        return bench(workdir, args.size_mb, args.seed, max(1, args.runs))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -179,7 +188,7 @@ def python_speed() -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def bench(workdir: Path, size_mb: int, seed: int) -> int:
+def bench(workdir: Path, size_mb: int, seed: int, runs: int = 3) -> int:
     """The benchmark proper, inside `workdir`."""
     log = workdir / "service.log"
     start = time.perf_counter()
@@ -195,12 +204,13 @@ def bench(workdir: Path, size_mb: int, seed: int) -> int:
           f"peak RSS {scan.peak_rss_mib:.0f} MiB")
     if cli_works(log, workdir):
         label = "oomlab ingest FILE --db TMP.duckdb --quiet"
-        oomlab, loaded = run_cli(log, workdir)
+        oomlab, seconds, loaded = run_cli(log, workdir, runs)
     else:
         label = "list(scan_text_log(FILE)); the oomlab CLI is not available"
-        oomlab, loaded = scan, found
+        oomlab, seconds, loaded = scan, [scan.seconds], found
     ratio = oomlab.seconds / grep.seconds
-    print(f"oomlab [{label}]: {oomlab.seconds:.3f} s, OOMs found {loaded if loaded is not None else 'n/a'}")
+    print(f"oomlab [{label}]: {oomlab.seconds:.3f} s (best of {', '.join(f'{s:.3f}' for s in seconds)}), "
+          f"OOMs found {loaded if loaded is not None else 'n/a'}")
     print(f"ratio = oomlab / grep = {ratio:.2f} (target <= {TARGET_RATIO:g})")
     print(f"peak RSS of the oomlab side: {oomlab.peak_rss_mib:.0f} MiB")
     print(f"(a million-step Python loop took {python_speed():.0f} ms: higher means slower Python now)")

@@ -17,7 +17,7 @@ SERVE_MIXED = H200 / "serve_mixed" / "requests.jsonl.gz"
 
 
 def test_fingerprint_is_xxh3_128_of_the_stored_bytes_across_pieces(tmp_path):
-    data = random.Random(3).randbytes((8 << 20) * 2 + 12345)  # over two of the 8 MiB pieces
+    data = random.Random(3).randbytes((32 << 20) + 12345)  # over one of the 32 MiB pieces
     big = tmp_path / "big.bin"
     big.write_bytes(data)
     empty = tmp_path / "empty.bin"
