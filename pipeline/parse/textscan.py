@@ -2,11 +2,12 @@
 their line numbers.
 
 A plain file is memory-mapped and cut into segments; a compressed one is decompressed into buffers of
-the same size. Each segment is split at line ends into ~32 KiB blocks, and one polars query over all
-blocks (Rust, GIL released) gives the first marker in each and counts each block's newlines; the rest
-of a block that had one is searched again, until no block has more. Python sees only the lines that
-hold a marker. The next segments are searched in a background thread while the caller works on the
-current ones; every reader's markers are searched at once, so a log is read once whoever reads it.
+the same size. Each segment is split at line ends into ~32 KiB blocks, and one polars regex `find`
+over all blocks (Rust, GIL released) gives the first marker in each; the rest of a block that had one
+is searched again, until no block has more. Python sees only the lines that hold a marker, numbered by
+counting newlines with numpy. The next segments are searched in a background thread while the caller
+works on the current ones; every reader's markers are searched at once, so a log is read once whoever
+reads it.
 """
 
 from __future__ import annotations
@@ -335,7 +336,11 @@ def iter_windows(path: str | Path, finders: Sequence[MarkerFinder], *,
 
 
 def _batches(windows: Iterator[Window]) -> Iterator[list[Window]]:
-    """Windows in groups of _BATCH: the unit a worker searches while the caller parses the previous."""
+    """Windows in groups of _BATCH: the unit a worker searches while the caller parses the previous.
+
+    The caller's numpy calls (counting newlines) release the GIL between its messages, so the
+    worker, whose polars and numpy calls each need the GIL back when they return, is not starved.
+    """
     batch: list[Window] = []
     for window in windows:
         batch.append(window)
