@@ -2,20 +2,19 @@
 their line numbers.
 
 A plain file is memory-mapped and cut into segments; a compressed one is decompressed into buffers of
-the same size. Each segment is split at line ends into ~32 KiB blocks, and one polars regex `find`
-over all blocks (Rust, GIL released) gives the first marker in each; the rest of a block that had one
-is searched again, until no block has more. Python sees only the lines that hold a marker, numbered by
-counting newlines with numpy. The next segments are searched in a background thread while the caller
-works on the current ones; every reader's markers are searched at once, so a log is read once whoever
-reads it.
+the same size. Each segment is split at line ends into ~32 KiB blocks, and one polars query over all
+blocks (Rust, GIL released) gives every marker each holds, in order; Python sees only the lines that
+hold one, numbered by counting newlines with numpy. While the caller works on a segment, polars
+searches the next on a thread of its own; every reader's markers are searched at once, so a log is
+read once whoever reads it.
 """
 
 from __future__ import annotations
 
 import mmap
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,6 @@ _COUNT_PIECE = 1 << 20  # count newlines in pieces that stay in the CPU cache
 _MAX_SEGMENT = 1 << 30  # arrow views address a segment with 32-bit offsets
 _MAX_LINE = 64 << 20  # a compressed log's line longer than this is searched in pieces
 _INLINE = 12  # arrow keeps values up to 12 bytes inside the view; those are searched in Python
-_BATCH = 2  # segments searched in one go by the worker thread
 
 # Arrow's binary_view layout: length, 4-byte prefix, buffer index, offset (values over 12 bytes).
 _VIEW = np.dtype([("len", "<i4"), ("prefix", "V4"), ("buf", "<i4"), ("off", "<i4")])
@@ -72,9 +70,12 @@ class MarkerFinder:
 
     def lines(self, buf: Buffer, lo: int, hi: int) -> list[int]:
         """Sorted start offsets of the lines in buf[lo:hi] that hold a marker (lo is a line start)."""
-        if hi - lo < SMALL_BYTES:
-            return self.lines_py(buf, lo, hi)
-        return self._lines_polars(buf, lo, hi)
+        return self.search(buf, lo, hi).lines()
+
+    def search(self, buf: Buffer, lo: int, hi: int, pool: Executor | None = None) -> _Search:
+        """`lines`, started: with a `pool`, polars' query runs on its thread (without the GIL) until the lines
+        are asked for."""
+        return _Search(self, buf, lo, hi, hi - lo >= SMALL_BYTES, pool)
 
     def lines_py(self, buf: Buffer, lo: int, hi: int) -> list[int]:
         """`lines` with one bytes.find pass per marker: for small regions."""
@@ -88,23 +89,8 @@ class MarkerFinder:
         return sorted(found)
 
     def _lines_polars(self, buf: Buffer, lo: int, hi: int) -> list[int]:
-        """`lines` with polars: the first match per block, then again in what is left of each block."""
-        region = _Region(self.pattern, buf, lo, hi)
-        starts, ends = _blocks(buf, lo, hi)
-        found: list[int] = []
-        while len(starts):
-            small = ends - starts <= _INLINE  # too short for an arrow view: search them here
-            for s, e in zip(starts[small].tolist(), ends[small].tolist(), strict=True):
-                found += self.lines_py(buf, lo + s, lo + e)
-            starts, ends = starts[~small], ends[~small]
-            first = region.first_matches(starts, ends)
-            hit = first >= 0
-            lines, nexts = _line_bounds(buf, lo, hi, first[hit].tolist())
-            found += lines
-            starts, ends = np.asarray(nexts, np.int64), ends[hit]
-            keep = ends > starts
-            starts, ends = starts[keep], ends[keep]
-        return sorted(set(found))
+        """`lines` with polars, whatever the region's size."""
+        return _Search(self, buf, lo, hi, True, None).lines()
 
     def split(self, buf: Buffer, starts: list[int], readers: Sequence[tuple[bytes, ...]]) -> list[list[int]]:
         """For each reader's markers (together this finder's), the lines of `starts` that hold one of them."""
@@ -131,61 +117,102 @@ def _blocks(buf: Buffer, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
     return edges[:-1], edges[1:]
 
 
-def _line_bounds(buf: Buffer, lo: int, hi: int, positions: list[int]) -> tuple[list[int], list[int]]:
-    """For match positions (relative to lo): their line starts (absolute) and next line starts (relative)."""
-    lines, nexts = [], []
-    for pos in positions:
-        lines.append(max(lo, buf.rfind(b"\n", lo, lo + pos) + 1))
-        end = buf.find(b"\n", lo + pos, hi)
-        nexts.append((hi if end < 0 else end + 1) - lo)
-    return lines, nexts
+class _Search:
+    """A search of buf[lo:hi] under way. The region is cut into blocks at line ends; one polars query finds
+    every match in every block; blocks too short for an arrow view are searched here."""
+
+    def __init__(self, finder: MarkerFinder, buf: Buffer, lo: int, hi: int, polars: bool,
+                 pool: Executor | None) -> None:
+        self.buf, self.lo = buf, lo
+        self.found: list[int] = []
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.region: _Region | None = None
+        if not polars:
+            self.found = finder.lines_py(buf, lo, hi)
+            return
+        starts, ends = _blocks(buf, lo, hi)
+        small = ends - starts <= _INLINE
+        for s, e in zip(starts[small].tolist(), ends[small].tolist(), strict=True):
+            self.found += finder.lines_py(buf, lo + s, lo + e)
+        self.starts, self.ends = starts[~small].tolist(), ends[~small].tolist()
+        if self.starts:
+            self.region = _Region(finder.pattern, buf, lo, hi, self.starts, self.ends, pool)
+
+    def lines(self) -> list[int]:
+        """The sorted starts of the lines that hold a match (waits for polars)."""
+        if self.region is not None:
+            for index, matches in self.region.matches():
+                self.found += _match_lines(self.buf, self.lo + self.starts[index], self.lo + self.ends[index],
+                                           matches)
+            self.region = None
+        return sorted(set(self.found))
+
+    def cancel(self) -> None:
+        """Drop the query if it has not started: nobody will ask for the lines."""
+        if self.region is not None:
+            self.region.result.cancel()
+
+
+def _match_lines(buf: Buffer, start: int, end: int, matches: list[str]) -> list[int]:
+    """The starts of the lines of buf[start:end] (a block) that hold `matches`, the texts the regex matched
+    there in order: each is where the text next occurs (an earlier occurrence would have been the match)."""
+    lines, pos = [], start
+    for text in matches:
+        at = buf.find(text.encode("ascii"), pos, end)
+        lines.append(max(start, buf.rfind(b"\n", start, at) + 1))
+        pos = at + len(text)
+    return lines
 
 
 class _Region:
     """buf[lo:hi] as an arrow buffer that polars searches through views of its blocks.
 
-    polars needs valid UTF-8 and checks it when binary becomes string. The first search casts, so
-    the whole region is checked once (or, if that fails, masked: see _ASCII_ONLY); later searches
-    view parts of the checked region as strings directly. Parts start after a newline and end
-    after one, and a newline is never inside a UTF-8 sequence, so every part is valid too.
+    The query runs on the pool's thread when there is one: all its work is polars' (the GIL released
+    throughout), and everything in Python stays on the caller's thread, so neither waits for the other's
+    GIL. polars needs valid UTF-8 and checks it when binary becomes string; a region that is not is
+    searched again, at once, in a copy with every non-ASCII byte masked (see _ASCII_ONLY). Markers are
+    ASCII, so the copy matches where the bytes do.
     """
 
-    def __init__(self, pattern: str, buf: Buffer, lo: int, hi: int) -> None:
-        self.pattern = pattern
-        self.buffer = pa.py_buffer(buf).slice(lo, hi - lo)
+    def __init__(self, pattern: str, buf: Buffer, lo: int, hi: int, starts: list[int], ends: list[int],
+                 pool: Executor | None) -> None:
+        self.pattern, self.starts, self.ends = pattern, starts, ends
         self.data = np.frombuffer(buf, np.uint8, count=hi - lo, offset=lo)
-        self.checked = False
+        query = self._query(pa.py_buffer(buf).slice(lo, hi - lo), pa.binary_view())
+        self.result: Future[pl.DataFrame] = pool.submit(query.collect) if pool else _run_now(query.collect)
 
-    def first_matches(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-        """Per part (offsets relative to lo, each over _INLINE bytes), the offset of its first match or -1."""
-        if not len(starts):
-            return np.empty(0, np.int64)
-        if not self.checked:
-            self.checked = True
-            try:
-                found = self._search(starts, ends, pa.binary_view())
-            except pl.exceptions.ComputeError:  # invalid UTF-8 somewhere in the region
-                masked = self.data.tobytes().translate(_ASCII_ONLY)
-                self.buffer, self.data = pa.py_buffer(masked), np.frombuffer(masked, np.uint8)
-                found = self._search(starts, ends, pa.string_view())
-        else:
-            found = self._search(starts, ends, pa.string_view())
-        return np.where(found >= 0, found + starts, -1)
+    def matches(self) -> list[tuple[int, list[str]]]:
+        """(index, matched texts) of each block (over _INLINE bytes) that holds a match."""
+        try:
+            return self.result.result().rows()
+        except pl.exceptions.ComputeError:  # invalid UTF-8 somewhere in the region
+            masked = self.data.tobytes().translate(_ASCII_ONLY)
+            self.data = np.frombuffer(masked, np.uint8)
+            return self._query(pa.py_buffer(masked), pa.string_view()).collect().rows()
 
-    def _search(self, starts: np.ndarray, ends: np.ndarray, kind: pa.DataType) -> np.ndarray:
-        """polars' regex find over zero-copy views of the parts: offsets within each part, or -1."""
-        views = np.zeros(len(starts), _VIEW)
-        views["len"] = ends - starts
-        views["off"] = starts
-        views["prefix"] = self.data[starts[:, None] + np.arange(4)].view("V4").ravel()
-        array = pa.Array.from_buffers(kind, len(starts), [None, pa.py_buffer(views), self.buffer])
-        series = pl.from_arrow(array)
+    def _query(self, buffer: pa.Buffer, kind: pa.DataType) -> pl.LazyFrame:
+        """polars' regex over zero-copy views of the blocks: every match of each block that has one."""
+        first = np.asarray(self.starts, np.int64)
+        views = np.zeros(len(first), _VIEW)
+        views["len"] = np.asarray(self.ends, np.int64) - first
+        views["off"] = first
+        views["prefix"] = self.data[first[:, None] + np.arange(4)].view("V4").ravel()
+        series = pl.from_arrow(pa.Array.from_buffers(kind, len(first), [None, pa.py_buffer(views), buffer]))
         assert isinstance(series, pl.Series)
-        # One select, so one release of the GIL for the cast, the search and the rest.
-        found = series.to_frame("part").select(
-            pl.col("part").cast(pl.String).str.find(self.pattern).cast(pl.Int64).fill_null(-1)
-        )
-        return np.asarray(found.to_series().to_numpy(), np.int64)
+        return (series.to_frame("part").lazy().with_row_index("index")
+                .select("index", pl.col("part").cast(pl.String).str.extract_all(self.pattern).alias("matches"))
+                .filter(pl.col("matches").list.len() > 0))
+
+
+def _run_now(job: Callable[[], pl.DataFrame]) -> Future[pl.DataFrame]:
+    """`job`'s result (or error) as a finished future."""
+    future: Future[pl.DataFrame] = Future()
+    try:
+        future.set_result(job())
+    except Exception as exc:  # handed to whoever asks for the result, as a pool's future would
+        future.set_exception(exc)
+    return future
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,8 +330,9 @@ def iter_windows(path: str | Path, finders: Sequence[MarkerFinder], *,
     """The windows of the log at `path` in order, numbered, each with the marker lines of every finder found
     ahead of time (`Window.marked`), in one search for all their markers.
 
-    A compressed buffer holds LOOKAHEAD_BYTES after its scan region, so a message that starts in
-    the region can be read whole; with a `segment` smaller than that, buffers accumulate reads.
+    While the caller works on a window, polars searches the next one on its own threads. A compressed
+    buffer holds LOOKAHEAD_BYTES after its scan region, so a message that starts in the region can be
+    read whole; with a `segment` smaller than that, buffers accumulate reads.
     """
     path = Path(path)
     segment = max(1, segment)
@@ -312,56 +340,40 @@ def iter_windows(path: str | Path, finders: Sequence[MarkerFinder], *,
         raw = _mapped_windows(path, segment)
     else:
         raw = _stream_windows(path, segment, LOOKAHEAD_BYTES)
-    search = _Search(finders)
-    batches = _batches(raw)
-    line = 1
+    readers = _Readers(finders)
+    line, pending = 1, None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="oomlab-scan") as pool:
-        batch = next(batches, None)
-        future = pool.submit(search, batch) if batch else None
-        while batch and future:
-            found = future.result()
-            following = next(batches, None)
-            future = pool.submit(search, following) if following else None
-            for window, (union, split) in zip(batch, found, strict=True):
-                # Numbering here rather than in the worker: numpy releases the GIL for each piece it counts,
-                # and the worker would then wait for it behind the caller's parsing every time.
-                marks, pos, at = _numbered(window.arr, union, window.lo, line)
-                number = dict(marks)
-                yield replace(window, line=line, found={
-                    markers: tuple((start, number[start]) for start in starts)
-                    for markers, starts in zip(search.readers, split, strict=True)})
-                line = at + count_newlines(window.arr, pos, window.hi)
-            _release(batch[-1].buf, batch[-1].lo)
-            batch = following
+        try:
+            for window in raw:
+                started = (window, readers.union.search(window.buf, window.lo, window.hi, pool))
+                if pending is not None:
+                    done, line = readers.marked(*pending, line)
+                    yield done
+                    _release(done.buf, done.lo)
+                pending = started
+            if pending is not None:
+                done, line = readers.marked(*pending, line)
+                pending = None
+                yield done
+        finally:
+            if pending is not None:
+                pending[1].cancel()
 
 
-def _batches(windows: Iterator[Window]) -> Iterator[list[Window]]:
-    """Windows in groups of _BATCH: the unit a worker searches while the caller parses the previous.
-
-    The caller's numpy calls (counting newlines) release the GIL between its messages, so the
-    worker, whose polars and numpy calls each need the GIL back when they return, is not starved.
-    """
-    batch: list[Window] = []
-    for window in windows:
-        batch.append(window)
-        if len(batch) == _BATCH:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
-class _Search:
-    """The worker's job: one search for the markers of every finder, then which finder's markers each line holds."""
+class _Readers:
+    """The finders whose marker lines a scan hands out: one search for all their markers, then which
+    finder's markers each line holds, and the lines' numbers."""
 
     def __init__(self, finders: Sequence[MarkerFinder]) -> None:
-        self.readers = list(dict.fromkeys(f.markers for f in finders))
-        self.union = MarkerFinder([m for markers in self.readers for m in markers])
+        self.markers = list(dict.fromkeys(f.markers for f in finders))
+        self.union = MarkerFinder([m for markers in self.markers for m in markers])
 
-    def __call__(self, batch: list[Window]) -> list[tuple[list[int], list[list[int]]]]:
-        """Per window of a batch: the lines holding any marker, and those holding each finder's."""
-        found = []
-        for window in batch:
-            union = self.union.lines(window.buf, window.lo, window.hi)
-            found.append((union, self.union.split(window.buf, union, self.readers)))
-        return found
+    def marked(self, window: Window, search: _Search, line: int) -> tuple[Window, int]:
+        """`window` (whose first line is number `line`) with its marks, and the number of the line after it."""
+        union = search.lines()
+        marks, pos, at = _numbered(window.arr, union, window.lo, line)
+        number = dict(marks)
+        found = {markers: tuple((start, number[start]) for start in starts)
+                 for markers, starts in zip(self.markers, self.union.split(window.buf, union, self.markers),
+                                            strict=True)}
+        return replace(window, line=line, found=found), at + count_newlines(window.arr, pos, window.hi)
