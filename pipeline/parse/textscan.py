@@ -180,7 +180,7 @@ class _Region:
         self.pattern, self.starts, self.ends = pattern, starts, ends
         self.data = np.frombuffer(buf, np.uint8, count=hi - lo, offset=lo)
         query = self._query(pa.py_buffer(buf).slice(lo, hi - lo), pa.binary_view())
-        self.result: Future[pl.DataFrame] = pool.submit(query.collect) if pool else _run_now(query.collect)
+        self.result: Future[pl.DataFrame] = pool.submit(query) if pool else _run_now(query)
 
     def matches(self) -> list[tuple[int, list[str]]]:
         """(index, matched texts) of each block (over _INLINE bytes) that holds a match."""
@@ -189,9 +189,9 @@ class _Region:
         except pl.exceptions.ComputeError:  # invalid UTF-8 somewhere in the region
             masked = self.data.tobytes().translate(_ASCII_ONLY)
             self.data = np.frombuffer(masked, np.uint8)
-            return self._query(pa.py_buffer(masked), pa.string_view()).collect().rows()
+            return self._query(pa.py_buffer(masked), pa.string_view())().rows()
 
-    def _query(self, buffer: pa.Buffer, kind: pa.DataType) -> pl.LazyFrame:
+    def _query(self, buffer: pa.Buffer, kind: pa.DataType) -> Callable[[], pl.DataFrame]:
         """polars' regex over zero-copy views of the blocks: every match of each block that has one."""
         first = np.asarray(self.starts, np.int64)
         views = np.zeros(len(first), _VIEW)
@@ -200,9 +200,11 @@ class _Region:
         views["prefix"] = self.data[first[:, None] + np.arange(4)].view("V4").ravel()
         series = pl.from_arrow(pa.Array.from_buffers(kind, len(first), [None, pa.py_buffer(views), buffer]))
         assert isinstance(series, pl.Series)
-        return (series.to_frame("part").lazy().with_row_index("index")
-                .select("index", pl.col("part").cast(pl.String).str.extract_all(self.pattern).alias("matches"))
-                .filter(pl.col("matches").list.len() > 0))
+        # Eager: one thread of polars' (the lazy engine would take both cores from the caller's parsing).
+        frame = series.to_frame("part").with_row_index("index")
+        return lambda: frame.select(
+            "index", pl.col("part").cast(pl.String).str.extract_all(self.pattern).alias("matches")
+        ).filter(pl.col("matches").list.len() > 0)
 
 
 def _run_now(job: Callable[[], pl.DataFrame]) -> Future[pl.DataFrame]:
