@@ -19,7 +19,7 @@ from .errors import EmptyInputError, OomlabError
 from .ingest_calendar import refresh_rule_occurrences
 from .ingest_structured import FastPathRefused, ingest_structured
 from .parse import detect
-from .parse.facts import FileFacts, facts_in_background, fingerprint_of
+from .parse.facts import FileFacts, facts_in_background, sha256_of
 
 SKIPPED, INGESTED, FAILED = "skipped", "ingested", "failed"
 
@@ -132,7 +132,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str, options: IngestOption
     try:
         size = os.path.getsize(path)
         if load.known_file(con, abspath, size):  # likely a re-run: hash first, skip without work
-            duplicate = load.source_with_fingerprint(con, fingerprint_of(path))
+            duplicate = load.source_with_sha(con, sha256_of(path))
             if duplicate:
                 return SourceResult(path, SKIPPED, message=f"already ingested as {duplicate}")
         return _ingest_new(con, path, abspath, size, options)
@@ -165,12 +165,12 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, path: str, abspath: s
         load.remove_sources(con, load.source_ids_for_path(con, abspath))
         source_id = load.next_source_id(con)
         rows, rejects = _load_content(con, Path(path), kind, source_id, options, facts, robust)
-        fingerprint = facts.result().fingerprint
-        duplicate = load.source_with_fingerprint(con, fingerprint)
+        sha = facts.result().sha256
+        duplicate = load.source_with_sha(con, sha)
         if duplicate:
             con.execute("ROLLBACK")
             return SourceResult(path, SKIPPED, kind, message=f"already ingested as {duplicate}")
-        load.insert_source(con, load.SourceRow(source_id, abspath, fingerprint, kind, rows, rejects, size,
+        load.insert_source(con, load.SourceRow(source_id, abspath, sha, kind, rows, rejects, size,
                                                options.labels_for(path)))
         con.execute("COMMIT")
     except BaseException:

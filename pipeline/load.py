@@ -37,22 +37,8 @@ def connect(db_path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyC
     # Rows carry their line numbers, so their physical order does not matter; inserts run in parallel.
     con.execute("SET preserve_insertion_order = false")
     if not read_only:
-        _rename_sha256(con)
         apply_schema(con)
     return con
-
-
-def _rename_sha256(con: duckdb.DuckDBPyConnection) -> None:
-    """A database written before fingerprints were xxh3-128 names the column `sources.sha256`: rename it.
-
-    Its sha256 digests never equal a fingerprint, so a file ingested before is read once more when it is
-    ingested again (replacing its rows, as a changed file at the same path does); apply_schema then
-    re-creates the views, since the schema's own fingerprint changed with the column.
-    """
-    legacy = con.execute("SELECT 1 FROM duckdb_columns() WHERE table_name = 'sources' AND column_name = 'sha256' "
-                         "AND schema_name = 'main' AND database_name = current_database()").fetchall()
-    if legacy:
-        con.execute("ALTER TABLE sources RENAME COLUMN sha256 TO fingerprint")
 
 
 def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: object = None) -> object:
@@ -92,10 +78,9 @@ def source_ids_for_path(con: duckdb.DuckDBPyConnection, path: str) -> list[int]:
     return [r[0] for r in con.execute("SELECT source_id FROM sources WHERE path = ?", [path]).fetchall()]
 
 
-def source_with_fingerprint(con: duckdb.DuckDBPyConnection, fingerprint: str) -> str | None:
+def source_with_sha(con: duckdb.DuckDBPyConnection, sha256: str) -> str | None:
     """The path of an already ingested source with this content, if any."""
-    return scalar(con, "SELECT path FROM sources WHERE fingerprint = ? LIMIT 1",  # type: ignore[return-value]
-                  [fingerprint])
+    return scalar(con, "SELECT path FROM sources WHERE sha256 = ? LIMIT 1", [sha256])  # type: ignore[return-value]
 
 
 def known_file(con: duckdb.DuckDBPyConnection, path: str, size: int) -> bool:
@@ -114,7 +99,7 @@ class SourceRow:
 
     source_id: int
     path: str
-    fingerprint: str
+    sha256: str
     kind: str
     rows: int
     rejects: int
@@ -124,7 +109,7 @@ class SourceRow:
 
 def insert_source(con: duckdb.DuckDBPyConnection, src: SourceRow) -> None:
     run_file(con, "insert_source", {
-        "source_id": src.source_id, "path": src.path, "fingerprint": src.fingerprint, "kind": src.kind,
+        "source_id": src.source_id, "path": src.path, "sha256": src.sha256, "kind": src.kind,
         "ingested_at": datetime.now(UTC).replace(tzinfo=None), "rows": src.rows,
         "rejects": src.rejects, "size_bytes": src.size_bytes, "labels": json.dumps(src.labels, sort_keys=True),
     })

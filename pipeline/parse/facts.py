@@ -1,7 +1,8 @@
-"""Facts about a file gathered in one pass beside DuckDB's work: content fingerprint and line structure."""
+"""Facts about a file gathered in one pass beside DuckDB's work: content hash and line structure."""
 
 from __future__ import annotations
 
+import hashlib
 import mmap
 import threading
 from collections.abc import Callable
@@ -9,29 +10,25 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
-import xxhash
-
 from .compression import compression_of, open_binary
 
-_CHUNK = 32 << 20  # a piece holds the GIL while xxh3 hashes it (~1.5 ms): few pieces, few waits for it
+_CHUNK = 32 << 20  # pieces of a memory map: few calls, and resident memory stays at one piece
 _COUNT_PIECE = 1 << 20  # newlines are counted in pieces that stay in the CPU cache
 
 
 @dataclass(frozen=True, slots=True)
 class FileFacts:
-    """The fingerprint of the bytes on disk; lines of the decompressed text (-1 when not counted)."""
+    """sha256 of the bytes on disk; lines of the decompressed text (-1 when not counted)."""
 
-    fingerprint: str
+    sha256: str
     lines: int
 
 
-def fingerprint_of(path: str | Path) -> str:
-    """xxh3-128 (hex) of a file's bytes as stored: what tells ingest it has seen a file's content before.
-
-    Idempotency needs a collision-free key, not a cryptographic one: xxh3 hashes about 20 GB/s where sha256
-    managed 1.2, and sha256's second was most of a text log's ingest.
-    """
-    digest = xxhash.xxh3_128()
+def sha256_of(path: str | Path) -> str:
+    """The sha256 (hex) of a file's bytes as stored: what tells ingest it has seen a file's content before
+    (the schema's `sources.sha256`). hashlib releases the GIL while it hashes, so this runs beside DuckDB's
+    threads or a text scan."""
+    digest = hashlib.sha256()
     _each_piece(path, digest.update)
     return digest.hexdigest()
 
@@ -80,27 +77,27 @@ class _LineCounter:
 
 
 def file_facts(path: str | Path, count_lines: bool = True) -> FileFacts:
-    """Fingerprint and line facts in one pass (two when the file is compressed); lines are counted only when
+    """Hash and line facts in one pass (two when the file is compressed); lines are counted only when
     asked, since counting holds the GIL that a text scan beside it needs."""
     if not count_lines:
-        return FileFacts(fingerprint_of(path), -1)
+        return FileFacts(sha256_of(path), -1)
     counter = _LineCounter()
     if compression_of(path) is None:
-        digest = xxhash.xxh3_128()
+        digest = hashlib.sha256()
 
         def both(piece: memoryview | bytes) -> None:
             digest.update(piece)
             counter.feed(piece)
 
         _each_piece(path, both)
-        fingerprint = digest.hexdigest()
+        sha = digest.hexdigest()
     else:
-        fingerprint = fingerprint_of(path)
+        sha = sha256_of(path)
         with open_binary(path) as handle:
             while chunk := handle.read(_CHUNK):
                 counter.feed(chunk)
     counter.finish()
-    return FileFacts(fingerprint, counter.lines)
+    return FileFacts(sha, counter.lines)
 
 
 def facts_in_background(path: str | Path, count_lines: bool = True) -> Future[FileFacts]:
