@@ -125,6 +125,9 @@ def test_reports_are_byte_identical_on_rerun(demo):
     first = api.weekly_report(demo.db_path, *FLEET_WEEK)
     again = api.weekly_report(demo.db_path, *FLEET_WEEK)
     assert first.html == again.html and first.json_text() == again.json_text()
+    at = datetime(2026, 11, 30, 1, 49, 36)
+    first, again = (api.incident_report(demo.db_path, instance="gpu-a-0", at=at) for _ in range(2))
+    assert first.html == again.html and first.json_text() == again.json_text()
 
 
 def test_incident_of_the_real_leak_matches_its_snapshot(demo):
