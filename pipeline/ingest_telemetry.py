@@ -4,7 +4,6 @@ start-up memory report from text logs into `engine_memory`."""
 from __future__ import annotations
 
 import json
-import lzma
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,7 +11,6 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfoNotFoundError
 
 import duckdb
-import zstandard
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -22,7 +20,7 @@ if TYPE_CHECKING:
 from . import load
 from .config import IngestOptions, instance_from_filename
 from .errors import InputError
-from .parse.compression import open_binary
+from .parse.compression import READ_ERRORS, open_binary
 from .parse.logline import LineClock
 from .parse.telemetry_nvsmi import APPS_COLUMNS, GPU_COLUMNS, NVSMI_APPS, NVSMI_GPU, read_nvsmi
 from .parse.telemetry_prom import DCGM_FIELDS, DCGM_PREFIX, VLLM_PREFIX, Sample, dcgm_value, read_samples
@@ -47,7 +45,7 @@ def ingest_telemetry(con: duckdb.DuckDBPyConnection, path: Path, kind: str, sour
         if kind in (NVSMI_GPU, NVSMI_APPS):
             return ingest_nvsmi(con, path, kind, source_id, options)
         return ingest_prometheus(con, path, source_id, options)
-    except (OSError, EOFError, lzma.LZMAError, zstandard.ZstdError, ZoneInfoNotFoundError) as exc:
+    except (*READ_ERRORS, ZoneInfoNotFoundError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         raise InputError(str(path), f"cannot read: {reason}",
                          hint="check that the file is complete and not corrupted") from exc

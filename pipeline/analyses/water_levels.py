@@ -11,12 +11,13 @@ alert reads the least free memory the telemetry saw when that is lower (`level_s
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 import duckdb
 import polars as pl
 
 from ..sql import bind, sql_text
+from .aggregates import utc_naive
 from .findings import Finding
 from .shared_results import shared
 
@@ -30,13 +31,7 @@ ALERT_NEED_FACTOR = 1.2
 
 def window_params(since: datetime | None, until: datetime | None) -> dict[str, datetime | None]:
     """SQL parameters `since` / `until` as naive UTC, the way timestamps are stored."""
-    return {"since": _naive_utc(since), "until": _naive_utc(until)}
-
-
-def _naive_utc(moment: datetime | None) -> datetime | None:
-    if moment is None or moment.tzinfo is None:
-        return moment
-    return moment.astimezone(UTC).replace(tzinfo=None)
+    return {"since": utc_naive(since), "until": utc_naive(until)}
 
 
 def _params(since: datetime | None, until: datetime | None) -> dict[str, object]:

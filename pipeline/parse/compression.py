@@ -5,10 +5,17 @@ from __future__ import annotations
 import gzip
 import io
 import lzma
+import zlib
 from pathlib import Path
 from typing import BinaryIO
 
 import zstandard
+
+# What a damaged compressed file raises while it is read (gzip's BadGzipFile is also an OSError).
+DECOMPRESSION_ERRORS: tuple[type[Exception], ...] = (gzip.BadGzipFile, lzma.LZMAError, zlib.error,
+                                                     zstandard.ZstdError)
+# Everything reading a file through `open_binary` can raise that is the file's fault, not oomlab's.
+READ_ERRORS: tuple[type[Exception], ...] = (OSError, EOFError, *DECOMPRESSION_ERRORS)
 
 _MAGIC: dict[str, bytes] = {
     "gzip": b"\x1f\x8b",

@@ -4,25 +4,19 @@ from __future__ import annotations
 
 import _compat_pickle
 import gc
-import gzip
 import io
-import lzma
 import pickle
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-import zstandard
-
 from ..errors import InputError, UnsafePickleError
-from .compression import compression_of, open_binary
+from .compression import DECOMPRESSION_ERRORS, compression_of, open_binary
 
 _HINT = "a memory snapshot holds only dicts, lists, strings and numbers; do not load this file with pickle"
 _HINT_CORRUPT = "the file is truncated or not a pickle; copy it again from where it was dumped"
 _ZIP_MAGIC = b"PK\x03\x04"
-_DECOMPRESSION_ERRORS = (gzip.BadGzipFile, lzma.LZMAError, zlib.error, zstandard.ZstdError)
 
 
 class _PlainDataUnpickler(pickle.Unpickler):
@@ -125,6 +119,6 @@ def _describe_failure(exc: Exception, compression: str | None) -> str:
         return f"truncated pickle: {detail}"
     if isinstance(exc, MemoryError):
         return "corrupt pickle: it claims more memory than this machine has"
-    if compression and isinstance(exc, (EOFError, *_DECOMPRESSION_ERRORS)):
+    if compression and isinstance(exc, (EOFError, *DECOMPRESSION_ERRORS)):
         return f"truncated or corrupt {compression} data: {detail}"
     return f"not a readable pickle: {type(exc).__name__}: {detail}"

@@ -7,17 +7,15 @@ message, are decoded and parsed here.
 
 from __future__ import annotations
 
-import lzma
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from zoneinfo import ZoneInfoNotFoundError
 
-import zstandard
-
 from ..errors import InputError, ParseError
 from ..records import OomMessage, Reject, TextOom
+from .compression import READ_ERRORS
 from .logline import FOLLOW_UP, LineClock, claims_oom, is_record_start
 from .oom_clean import clean_message_text
 from .oom_message import OOM_MARKERS, analyse_oom_text
@@ -61,7 +59,7 @@ def scan_text_log(path: str | Path, *, default_tz: str | None = None, year: int 
             if on_window is not None:
                 on_window(window)
             yield from scanner.scan(window)
-    except (OSError, EOFError, lzma.LZMAError, zstandard.ZstdError) as exc:
+    except READ_ERRORS as exc:
         reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         raise InputError(str(path), f"cannot read the log: {reason}",
                          hint="check that the file is complete and not corrupted") from exc

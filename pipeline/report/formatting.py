@@ -49,4 +49,10 @@ def moment(value: Any) -> str:
     return f"{value:%Y-%m-%d %H:%M} UTC" if isinstance(value, datetime) else str(value)
 
 
+def file_name(path: object) -> str:
+    """The last part of a stored path, whatever the separator of the machine that ingested it: reports show
+    file names, not a machine's folders."""
+    return str(path or "").replace("\\", "/").rsplit("/", 1)[-1]
+
+
 FILTERS = {"size": size, "number": number, "percent": percent, "change": change, "moment": moment}

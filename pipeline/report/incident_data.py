@@ -15,6 +15,7 @@ from ..analyses.classify import SNAPSHOT_MATCH, classify_ooms
 from ..errors import OomlabError
 from ..sql import sql_text
 from .downsample import downsample
+from .formatting import file_name
 from .incident_snapshot import snapshot_view
 from .next_steps import next_steps
 
@@ -84,7 +85,7 @@ def _event(con: duckdb.DuckDBPyConnection, event_id: int) -> dict[str, Any]:
         raise OomlabError(f"no OOM event {event_id}", hint="see: oomlab query \"SELECT event_id, ts, instance "
                           "FROM oom_events ORDER BY ts\"")
     event = rows.row(0, named=True)
-    event["source_file"] = str(event.pop("source_path") or "").replace("\\", "/").rsplit("/", 1)[-1]
+    event["source_file"] = file_name(event.pop("source_path"))
     return event
 
 

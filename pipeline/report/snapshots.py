@@ -9,6 +9,7 @@ import duckdb
 
 from ..analyses.snapshot_leaks import leak_suspects
 from ..sql import sql_text
+from .formatting import file_name
 
 TOP_SITES = 10
 
@@ -18,7 +19,7 @@ def snapshots_in_window(con: duckdb.DuckDBPyConnection, since: datetime | None,
     """Snapshots whose trace ends in [since, until), newest first (file name only: paths are local)."""
     rows = con.sql(sql_text("q_report_snapshots"), params={"since": since, "until": until}).pl().to_dicts()
     for row in rows:
-        row["file"] = str(row.pop("path")).replace("\\", "/").rsplit("/", 1)[-1]
+        row["file"] = file_name(row.pop("path"))
     return rows
 
 
