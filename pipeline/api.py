@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
@@ -15,15 +16,16 @@ from .ingest import IngestReport, Progress, ingest_paths
 from .load import connect
 from .report.document import Report
 
+if TYPE_CHECKING:
+    from .analyses.alert_rules import DeviceTuning
+    from .analyses.estimate import MeasuredPeak, ModelShape
+
 
 def ingest(db_path: str | Path, paths: list[str], options: IngestOptions,
            progress: Progress | None = None) -> IngestReport:
     """Ingest files and directories into the database at `db_path`."""
-    con = connect(db_path)
-    try:
+    with connect(db_path) as con:
         return ingest_paths(con, paths, options, progress)
-    finally:
-        con.close()
 
 
 @dataclass(frozen=True)
@@ -36,26 +38,21 @@ class QueryResult:
 
 def query(db_path: str | Path, sql: str, params: list[object] | None = None) -> QueryResult:
     """Run one SQL statement read-only against the database."""
-    con = connect(db_path, read_only=True)
-    try:
-        cursor = con.execute(sql, params or [])
-        columns = [d[0] for d in cursor.description] if cursor.description else []
-        return QueryResult(columns, cursor.fetchall() if columns else [])
-    except duckdb.Error as exc:
-        raise DatabaseError(f"query failed: {str(exc).splitlines()[0]}") from exc
-    finally:
-        con.close()
+    with connect(db_path, read_only=True) as con:
+        try:
+            cursor = con.execute(sql, params or [])
+            columns = [d[0] for d in cursor.description] if cursor.description else []
+            return QueryResult(columns, cursor.fetchall() if columns else [])
+        except duckdb.Error as exc:
+            raise DatabaseError(f"query failed: {str(exc).splitlines()[0]}") from exc
 
 
 def findings(db_path: str | Path, since: datetime | None = None, until: datetime | None = None) -> list[Finding]:
     """Every analysis's findings over [since, until], most important first."""
     from .analyses.all_findings import collect_findings
 
-    con = connect(db_path, read_only=True)
-    try:
+    with connect(db_path, read_only=True) as con:
         return collect_findings(con, since, until)
-    finally:
-        con.close()
 
 
 def sources(db_path: str | Path) -> QueryResult:
@@ -67,11 +64,8 @@ def weekly_report(db_path: str | Path, since: datetime | None = None, until: dat
     """The weekly review over [since, until) (default: the last 7 days of data)."""
     from .report.weekly import weekly_report as build
 
-    con = connect(db_path, read_only=True)
-    try:
+    with connect(db_path, read_only=True) as con:
         return build(con, since, until)
-    finally:
-        con.close()
 
 
 def incident_report(db_path: str | Path, event_id: int | None = None, instance: str | None = None,
@@ -79,11 +73,8 @@ def incident_report(db_path: str | Path, event_id: int | None = None, instance: 
     """The incident page of one OOM: by event id, or the OOM of `instance` nearest to `at`."""
     from .report.incident import incident_report as build
 
-    con = connect(db_path, read_only=True)
-    try:
+    with connect(db_path, read_only=True) as con:
         return build(con, event_id=event_id, instance=instance, at=at)
-    finally:
-        con.close()
 
 
 @dataclass(frozen=True)
@@ -104,6 +95,7 @@ def demo(out_dir: str | Path | None = None, progress: Progress | None = None) ->
     from .report.demo_choices import folder_week, most_important_oom, oom_with_snapshot
     from .report.incident import incident_report as build_incident
     from .report.weekly import weekly_report as build_weekly
+    from .report.weekly_data import report_window
 
     out = Path(out_dir) if out_dir else _new_folder(Path.cwd() / "oomlab-demo")
     db_path = out / "oomlab-demo.duckdb"
@@ -111,20 +103,15 @@ def demo(out_dir: str | Path | None = None, progress: Progress | None = None) ->
     db_path.unlink(missing_ok=True)  # a fresh database every run: the demo must show the bundled data only
     samples = asset_dir("sample_logs")
     report = ingest(db_path, [str(samples / "fleet"), str(samples / "h200")], IngestOptions(), progress)
-    con = connect(db_path, read_only=True)
-    try:
-        since, until = folder_week(con, samples / "fleet") or (None, None)
-        weekly = build_weekly(con, since, until)
+    with connect(db_path, read_only=True) as con:
+        window = report_window(con, *(folder_week(con, samples / "fleet") or (None, None)))
+        weekly = build_weekly(con, window.since, window.until)
         written = weekly.write(out / "weekly.html", out / "weekly.json")
-        window = weekly.doc["window"]
-        event = most_important_oom(con, weekly.doc["findings"], datetime.fromisoformat(window["since"]),
-                                   datetime.fromisoformat(window["until"]))
+        event = most_important_oom(con, weekly.doc["findings"], window.since, window.until)
         recorded = oom_with_snapshot(con)
         for oom in dict.fromkeys(e for e in (event, recorded) if e is not None):
             written += build_incident(con, event_id=oom).write(out / f"incident-{oom}.html",
                                                                out / f"incident-{oom}.json")
-    finally:
-        con.close()
     return DemoResult(db_path, written, weekly.doc["findings"], report)
 
 
@@ -135,3 +122,19 @@ def _new_folder(base: Path) -> Path:
         n += 1
         candidate = base.with_name(f"{base.name}-{n}")
     return candidate
+
+
+def measured_peaks(db_path: str | Path, model_version: str | None, shape: ModelShape) -> list[MeasuredPeak]:
+    """`oomlab estimate --db`: the measured peaks of a model version beside the estimate of the same requests."""
+    from .analyses.estimate import measured_peaks as measure
+
+    with connect(db_path, read_only=True) as con:
+        return measure(con, model_version, shape)
+
+
+def alert_tunings(db_path: str | Path) -> list[DeviceTuning]:
+    """`oomlab alerts export --db`: each device's alert levels, tuned from its steady level."""
+    from .analyses.alert_rules import device_tunings
+
+    with connect(db_path, read_only=True) as con:
+        return device_tunings(con)

@@ -72,6 +72,7 @@ def estimate(ctx: click.Context, model_path: str | None, params: int | None, dty
              input_len: int, output_len: int, kv_dtype: str | None, gpu: Card | None, context: str | None,
              db_path: str, model_version: str | None, as_json: bool, **shape: int | None) -> None:
     """Estimate the GPU memory a model needs: weights, KV cache, activations, context, the card that fits."""
+    from . import api
     from .analyses import estimate as lib
     from .output import print_json
     from .output_estimate import estimate_document, print_estimate
@@ -82,7 +83,7 @@ def estimate(ctx: click.Context, model_path: str | None, params: int | None, dty
     result = lib.estimate(model, work, gpu, lib.DEFAULT_CONTEXT_BYTES if context_bytes is None else context_bytes)
     measured = None
     if model_version is not None or _db_given(ctx):
-        measured = lib.measured_from_db(db_path, model_version, model)
+        measured = api.measured_peaks(db_path, model_version, model)
     if as_json:
         print_json(estimate_document(model, work, result, measured))
     else:
@@ -122,8 +123,9 @@ def alerts() -> None:
 def alerts_export(ctx: click.Context, fmt: str, db_path: str, output: str | None) -> None:
     """Alerting rules on DCGM's memory metrics: 70/85/95 % levels, gradient, predictive; tuned per device
     from --db when given."""
-    from .analyses.alert_rules import rules_document, tunings_from_db
+    from . import api
+    from .analyses.alert_rules import rules_document
     from .output_estimate import write_rules
 
-    tunings = tunings_from_db(db_path) if _db_given(ctx) else None
+    tunings = api.alert_tunings(db_path) if _db_given(ctx) else None
     write_rules(rules_document(tunings), tunings, output)

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 import duckdb
 import yaml
 
-from ..load import connect
 from ..sql import sql_text
 from .water_levels import ALERT_LEVELS, ALERT_NEED_FACTOR, water_levels
 
@@ -89,15 +88,6 @@ def device_tunings(con: duckdb.DuckDBPyConnection) -> list[DeviceTuning]:
     return [DeviceTuning(r["instance"], r["gpu_index"], r["steady_level"], tuned_levels(r["steady_level"]),
                          needs.get((r["instance"], r["gpu_index"])))
             for r in water_levels(con).iter_rows(named=True) if r["steady_level"] is not None]
-
-
-def tunings_from_db(db_path: str) -> list[DeviceTuning]:
-    """`device_tunings` on the database file at `db_path`, opened read-only."""
-    con = connect(db_path, read_only=True)
-    try:
-        return device_tunings(con)
-    finally:
-        con.close()
 
 
 def _quote(value: str) -> str:

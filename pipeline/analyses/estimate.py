@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..errors import InputError, OomlabError
-from ..load import connect, fetch_dicts
+from ..load import fetch_dicts
 from .sizing import CARDS, DEFAULT_CONTEXT_BYTES, SAFETY, Card, card_name, context_bytes, smallest_card
 
 if TYPE_CHECKING:
@@ -313,15 +313,6 @@ class MeasuredPeak:
     bytes_per_token: float | None
     estimated_bytes_per_token: float  # KV + activations per token
     context_bytes: int | None  # median over the devices, from their OOM messages
-
-
-def measured_from_db(db_path: str, model_version: str | None, shape: ModelShape) -> list[MeasuredPeak]:
-    """`measured_peaks` on the database file at `db_path`, opened read-only."""
-    con = connect(db_path, read_only=True)
-    try:
-        return measured_peaks(con, model_version, shape)
-    finally:
-        con.close()
 
 
 def measured_peaks(con: duckdb.DuckDBPyConnection, model_version: str | None,
