@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oomlab.errors import InputError
-from oomlab.parse import textscan
+from oomlab.parse import textscan, textsearch
 from oomlab.parse.oom_message import OOM_MARKERS, parse_oom_message
+from oomlab.parse.ripgrep import RIPGREP_ENV
 from oomlab.parse.textlog import REJECT_REASON, scan_text_log
 from oomlab.records import OomMessage, Reject, TextOom
 
@@ -71,6 +72,14 @@ def ooms(items: list[TextOom | Reject]) -> list[TextOom]:
     return items  # type: ignore[return-value]
 
 
+@pytest.fixture(params=["ripgrep", "in-process"])
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test that takes it runs twice: plain logs searched by rg, and searched in-process."""
+    if request.param == "in-process":
+        monkeypatch.setenv(RIPGREP_ENV, "off")
+    return str(request.param)
+
+
 def filler(rng: random.Random, n: int, second: int = 0) -> list[str]:
     """Ordinary log lines, none of which mentions an OOM."""
     bodies = ["request done in 41 ms", "GPU KV cache usage: 12.5%", "scheduled batch of 8",
@@ -108,7 +117,7 @@ def planted_log(seed: int = 7, count: int = 40) -> tuple[list[str], list[tuple[i
 
 @pytest.mark.parametrize("kind", sorted(WRITERS))
 @pytest.mark.parametrize("chunk", [textscan.SEGMENT_BYTES, 4096, 1500])
-def test_lines_timestamps_and_bytes(tmp_path: Path, kind: str, chunk: int) -> None:
+def test_lines_timestamps_and_bytes(tmp_path: Path, kind: str, chunk: int, engine: str) -> None:
     lines, planted = planted_log()
     items = ooms(list(scan_text_log(write_log(tmp_path, lines, kind), chunk_size=chunk)))
     assert [item.line for item in items] == [line for line, _ in planted]
@@ -122,8 +131,9 @@ def test_the_polars_search_finds_what_bytes_find_does(tmp_path: Path, kind: str,
     lines, planted = planted_log(seed=11, count=120)
     path = write_log(tmp_path, lines, kind)
     expected = list(scan_text_log(path))
+    monkeypatch.setenv(RIPGREP_ENV, "off")
     monkeypatch.setattr(textscan, "SMALL_BYTES", 0)
-    monkeypatch.setattr(textscan, "BLOCK_BYTES", 700)  # several messages per block, blocks smaller than some
+    monkeypatch.setattr(textsearch, "BLOCK_BYTES", 700)  # several messages per block, blocks smaller than some
     assert list(scan_text_log(path)) == expected
     assert len(expected) == len(planted)
 
@@ -136,11 +146,11 @@ def test_marker_finder_agrees_on_messy_bytes() -> None:
     data = b"".join(rng.choice(pieces) for _ in range(3000))
     finder = textscan.MarkerFinder(OOM_MARKERS)
     for block in (16, 300, 4096):
-        textscan.BLOCK_BYTES, saved = block, textscan.BLOCK_BYTES
+        textsearch.BLOCK_BYTES, saved = block, textsearch.BLOCK_BYTES
         try:
             assert finder._lines_polars(data, 0, len(data)) == finder.lines_py(data, 0, len(data))
         finally:
-            textscan.BLOCK_BYTES = saved
+            textsearch.BLOCK_BYTES = saved
     assert finder.lines_py(data, 0, len(data))
 
 
@@ -167,13 +177,15 @@ def mixed_log(seed: int = 5, count: int = 400) -> list[str]:
 
 @pytest.mark.parametrize("kind", ["gzip", "zstd"])
 @pytest.mark.parametrize("chunk", [997, 70_001])
-def test_compressed_chunks_find_what_the_plain_file_has(tmp_path: Path, kind: str, chunk: int) -> None:
+def test_compressed_chunks_find_what_the_plain_file_has(tmp_path: Path, kind: str, chunk: int,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     lines = mixed_log()
-    expected = list(scan_text_log(write_log(tmp_path, lines)))
+    expected = list(scan_text_log(write_log(tmp_path, lines)))  # searched by rg
     assert len(expected) == 400 and all(isinstance(item, TextOom) for item in expected)
     deep = sum(len("\n".join(lines[: item.line])) > 2 * 70_001 for item in expected)
     assert deep > 100  # most messages lie several chunks in
     assert list(scan_text_log(write_log(tmp_path, lines, kind), chunk_size=chunk)) == expected
+    monkeypatch.setenv(RIPGREP_ENV, "off")
     assert list(scan_text_log(write_log(tmp_path, lines), chunk_size=chunk)) == expected
 
 
@@ -221,7 +233,7 @@ def test_json_lines_log(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("width", [80, 57, 31])
 @pytest.mark.parametrize("kind", ["plain", "xz"])
-def test_wrapped_message(tmp_path: Path, width: int, kind: str) -> None:
+def test_wrapped_message(tmp_path: Path, width: int, kind: str, engine: str) -> None:
     text = "2026-11-30T01:49:36.527Z ERROR [rank0]: torch.OutOfMemoryError: " + MESSAGES[-1]
     wrapped = [text[i : i + width] for i in range(0, len(text), width)]
     after = "2026-11-30T01:49:37.000Z INFO [app] after"
@@ -290,7 +302,7 @@ def test_reject_raw_is_cut_at_2000_characters(tmp_path: Path) -> None:
     assert isinstance(item, Reject) and item.line == 1 and item.raw == odd[:2000]
 
 
-def test_invalid_utf8_does_not_stop_the_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_invalid_utf8_does_not_stop_the_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
     data = b"\xff\xfe junk \xc3\n" * 50 + b"\x80 " + MESSAGES[0].encode() + b" \xff\n" + b"\xfe more\n" * 50
     path = tmp_path / "bad.log"
     path.write_bytes(data)
@@ -333,7 +345,7 @@ _PIECES = [m.decode() for m in OOM_MARKERS] + [
     MESSAGES[0], MESSAGES[0][:90], MESSAGES[0][90:], "2026-11-30T01:49:36.527Z ERROR ", "[rank0]: ", "\n",
     "\n", "\n\n", "CUDA error: out of memory", "NCCL WARN Failed to CUDA calloc 64 bytes",
     "  current device: 0", "Traceback (most recent call last):", "\x1b[31m", '{"msg": "', '"}', "\\n",
-    "\r\n", "x" * 300, "\udcff",
+    "\r\n", "x" * 300, "\udcff", "\x00", "\ufeff",
 ]
 
 
@@ -344,20 +356,19 @@ def test_any_log_scans_the_same_in_every_mode(tmp_path: Path, pieces: list[str])
     plain, packed = tmp_path / "fuzz.log", tmp_path / "fuzz.log.gz"
     plain.write_bytes(data)
     packed.write_bytes(gzip.compress(data))
-    expected = list(scan_text_log(plain))
+    expected = list(scan_text_log(plain))  # searched by rg
     assert all(isinstance(item, TextOom | Reject) for item in expected)
     assert list(scan_text_log(packed, chunk_size=977)) == expected
-    assert list(scan_text_log(plain, chunk_size=501)) == expected
-    saved = textscan.SMALL_BYTES, textscan.BLOCK_BYTES
-    textscan.SMALL_BYTES, textscan.BLOCK_BYTES = 0, 64
-    try:
+    with pytest.MonkeyPatch.context() as patch:  # the in-process search: segments, then polars on tiny blocks
+        patch.setenv(RIPGREP_ENV, "off")
+        assert list(scan_text_log(plain, chunk_size=501)) == expected
+        patch.setattr(textscan, "SMALL_BYTES", 0)
+        patch.setattr(textsearch, "BLOCK_BYTES", 64)
         assert list(scan_text_log(plain)) == expected
-    finally:
-        textscan.SMALL_BYTES, textscan.BLOCK_BYTES = saved
 
 
 @pytest.mark.parametrize("kind", ["plain", "gzip"])
-def test_lines_longer_than_a_chunk(tmp_path: Path, kind: str) -> None:
+def test_lines_longer_than_a_chunk(tmp_path: Path, kind: str, engine: str) -> None:
     long_line = ("x" * 100_000 + MESSAGES[0]) * 3
     path = write_log(tmp_path, ["start", long_line, MESSAGES[1], "end"], kind)
     items = ooms(list(scan_text_log(path, chunk_size=5000)))

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from test_telemetry_vllm import OOM, V0, V1
 
-from oomlab.parse import textscan
+from oomlab.parse import textscan, textsearch
 from oomlab.parse.logline import LineClock
 from oomlab.parse.oom_message import OOM_MARKERS
+from oomlab.parse.ripgrep import RIPGREP_ENV
 from oomlab.parse.telemetry_vllm import FINDER, MARKERS, StartupScanner
 from oomlab.parse.textlog import scan_text_log
 
@@ -41,15 +42,19 @@ def _log(seed: int = 7) -> tuple[str, list[int], list[int]]:
     return "\n".join(lines) + "\n", ooms, reports
 
 
+@pytest.mark.parametrize("engine", ["ripgrep", "in-process"])
 @pytest.mark.parametrize("kind", ["plain", "gzip"])
 @pytest.mark.parametrize("chunk", [textscan.SEGMENT_BYTES, 5000])
 def test_shared_search_numbers_both_readers_as_their_own_searches_do(tmp_path: Path, kind: str, chunk: int,
+                                                                       engine: str,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     text, oom_lines, report_lines = _log()
     path = tmp_path / ("mixed.log.gz" if kind == "gzip" else "mixed.log")
     path.write_bytes(gzip.compress(text.encode()) if kind == "gzip" else text.encode())
+    if engine == "in-process":
+        monkeypatch.setenv(RIPGREP_ENV, "off")
     monkeypatch.setattr(textscan, "SMALL_BYTES", 0)  # the polars search, whatever the window's size
-    monkeypatch.setattr(textscan, "BLOCK_BYTES", 2000)  # several messages in some blocks
+    monkeypatch.setattr(textsearch, "BLOCK_BYTES", 2000)  # several messages in some blocks
 
     runs = []
     for also in ([FINDER], []):  # searched ahead with the OOM markers, or by the reader itself
@@ -64,7 +69,10 @@ def test_shared_search_numbers_both_readers_as_their_own_searches_do(tmp_path: P
     assert reports[0].kv_cache_bytes == round(56.21 * (1 << 30))
 
 
-def test_marked_lines_carry_their_numbers(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["ripgrep", "in-process"])
+def test_marked_lines_carry_their_numbers(tmp_path: Path, engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if engine == "in-process":
+        monkeypatch.setenv(RIPGREP_ENV, "off")
     text, oom_lines, report_lines = _log(seed=3)
     path = tmp_path / "mixed.log"
     path.write_bytes(text.encode())

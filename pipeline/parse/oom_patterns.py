@@ -71,7 +71,7 @@ class Whole:
     """
 
     pattern: re.Pattern[str]
-    plan: tuple[tuple[str, str], ...]
+    plan: tuple[tuple[str, str, str], ...]  # (field, kind, group): a size's group is its number's, `f__n`
 
 
 def whole(pattern: str) -> Whole:
@@ -80,11 +80,11 @@ def whole(pattern: str) -> Whole:
     plan = []
     for key in compiled.groupindex:
         if key.endswith("__n"):
-            plan.append((key[:-3], "size"))
+            plan.append((key[:-3], "size", key))
         elif key == "procs":
-            plan.append((key, "procs"))
+            plan.append((key, "procs", key))
         elif not key.endswith("__u"):
-            plan.append((key, "int"))
+            plan.append((key, "int", key))
     return Whole(compiled, tuple(plan))
 
 
@@ -211,12 +211,13 @@ def _spec_fields(sig: Signature, text: str) -> Fields:
 def whole_fields(spec: Whole, match: re.Match[str]) -> Fields:
     """The fields a match of `spec` states."""
     found: Fields = {}
-    for name, kind in spec.plan:
-        value = match.group(name + "__n" if kind == "size" else name)
+    groups = match.groupdict()  # one call for all groups: this runs for every message of a large log
+    for name, kind, group in spec.plan:
+        value = groups[group]
         if value is None:
             continue
         if kind == "size":
-            found[name] = size_to_bytes(value, match.group(name + "__u"))
+            found[name] = size_to_bytes(value, groups[name + "__u"])
         elif kind == "procs":
             found.update(process_sentences(value))
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo
@@ -21,6 +22,18 @@ _SIZE = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Z
 
 def size_to_bytes(number: str | float, unit: str = "") -> int:
     """`number unit` as whole bytes, rounded to nearest (messages print two decimals)."""
+    if isinstance(number, str):
+        return _text_size_to_bytes(number, unit)
+    return _scaled(number, unit)
+
+
+@functools.lru_cache(maxsize=1 << 13)
+def _text_size_to_bytes(number: str, unit: str) -> int:
+    """size_to_bytes of a size as text: the same few (`139.80 GiB`) recur in every message of a fleet."""
+    return _scaled(float(number), unit)
+
+
+def _scaled(number: float, unit: str) -> int:
     multiplier = UNIT_BYTES.get(unit.lower())
     if multiplier is None:
         raise ValueError(f"unknown size unit {unit!r}")

@@ -1,0 +1,93 @@
+"""The rg marker search: which rg runs, what it reports, and how its failures surface."""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from oomlab.errors import InputError
+from oomlab.parse.oom_message import OOM_MARKERS
+from oomlab.parse.ripgrep import RIPGREP_ENV, ripgrep_binary, ripgrep_marks
+from oomlab.parse.textlog import scan_text_log
+
+H200_MESSAGES = Path(__file__).parent / "data" / "h200" / "serve_mixed" / "oom_messages.txt.gz"
+
+
+def expected_marks(data: bytes, markers: tuple[bytes, ...]) -> list[tuple[int, int]]:
+    """(line start, line number) of every line of `data` holding a marker, the slow obvious way."""
+    marks, start = [], 0
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if any(m in line for m in markers):
+            marks.append((start, number))
+        start += len(line) + 1
+    return marks
+
+
+def test_the_installed_rg_is_found_and_runs() -> None:
+    binary = ripgrep_binary()
+    assert binary is not None, "the ripgrep wheel is a dependency: its rg should be installed"
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True).stdout
+    assert version.startswith("ripgrep ")
+
+
+def test_the_setting_picks_another_rg_or_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    installed = ripgrep_binary()
+    monkeypatch.setenv(RIPGREP_ENV, "off")
+    assert ripgrep_binary() is None
+    monkeypatch.setenv(RIPGREP_ENV, str(tmp_path / "no-such-rg"))
+    assert ripgrep_binary() is None
+    monkeypatch.setenv(RIPGREP_ENV, str(installed))
+    assert ripgrep_binary() == installed
+
+
+def test_marks_are_line_starts_and_numbers_of_marked_lines(tmp_path: Path) -> None:
+    messages = gzip.decompress(H200_MESSAGES.read_bytes()).split(b"\n")
+    filler = [b"INFO step 1 ok", b"\x00\x01 binary junk \xff", b"GPU KV cache usage: 3%\r", b""]
+    data = b"\n".join(filler[i % 4] if i % 3 else messages[i % len(messages)] for i in range(20_000))
+    path = tmp_path / "mixed.log"
+    path.write_bytes(data)
+    binary = ripgrep_binary()
+    assert binary is not None
+    batches = list(ripgrep_marks(binary, path, OOM_MARKERS))
+    assert [mark for batch in batches for mark in batch] == expected_marks(data, OOM_MARKERS)
+    assert len(batches) > 1
+
+
+def test_a_byte_order_mark_is_not_taken_as_utf16(tmp_path: Path) -> None:
+    message = gzip.decompress(H200_MESSAGES.read_bytes()).split(b"\n")[1]
+    path = tmp_path / "bom.log"
+    path.write_bytes(b"\xff\xfe\n" + message + b"\n")
+    binary = ripgrep_binary()
+    assert binary is not None
+    assert [m for batch in ripgrep_marks(binary, path, OOM_MARKERS) for m in batch] == [(3, 2)]
+
+
+def test_an_error_of_rg_is_raised_after_its_output(tmp_path: Path) -> None:
+    binary = ripgrep_binary()
+    assert binary is not None
+    with pytest.raises(OSError, match=r"ripgrep failed: .*no-such\.log"):
+        list(ripgrep_marks(binary, tmp_path / "no-such.log", OOM_MARKERS))
+
+
+def test_a_broken_rg_makes_the_log_an_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "rg"
+    fake.write_text("#!/bin/sh\necho 'rg: something went wrong' >&2\nexit 2\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv(RIPGREP_ENV, str(fake))
+    log = tmp_path / "service.log"
+    log.write_text("CUDA error: out of memory\n")
+    with pytest.raises(InputError, match="cannot read the log: ripgrep failed: rg: something went wrong"):
+        list(scan_text_log(log))
+
+
+def test_a_reader_may_stop_early(tmp_path: Path) -> None:
+    path = tmp_path / "big.log"
+    path.write_bytes(b"CUDA error: out of memory\n" * 200_000)
+    binary = ripgrep_binary()
+    assert binary is not None
+    batches = ripgrep_marks(binary, path, OOM_MARKERS)
+    assert next(batches)[0] == (0, 1)
+    batches.close()  # kills rg instead of waiting for it
