@@ -37,7 +37,11 @@ def connect(db_path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyC
     # Rows carry their line numbers, so their physical order does not matter; inserts run in parallel.
     con.execute("SET preserve_insertion_order = false")
     if not read_only:
-        apply_schema(con)
+        try:
+            apply_schema(con)
+        except BaseException:
+            con.close()
+            raise
     return con
 
 
