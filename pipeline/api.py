@@ -13,6 +13,7 @@ from .analyses.findings import Finding
 from .config import IngestOptions
 from .errors import DatabaseError
 from .ingest import IngestReport, Progress, ingest_paths
+from .ingest_ahead import Ahead
 from .load import connect
 from .report.document import Report
 
@@ -22,10 +23,11 @@ if TYPE_CHECKING:
 
 
 def ingest(db_path: str | Path, paths: list[str], options: IngestOptions,
-           progress: Progress | None = None) -> IngestReport:
-    """Ingest files and directories into the database at `db_path`."""
+           progress: Progress | None = None, ahead: Ahead | None = None) -> IngestReport:
+    """Ingest files and directories into the database at `db_path`; `ahead`: the first file's facts, when the
+    caller started them before loading this module (`ingest_ahead.start_first`)."""
     with connect(db_path) as con:
-        return ingest_paths(con, paths, options, progress)
+        return ingest_paths(con, paths, options, progress, ahead)
 
 
 @dataclass(frozen=True)

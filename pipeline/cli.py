@@ -60,16 +60,20 @@ def _parse_tags(pairs: tuple[str, ...]) -> dict[str, str]:
 def ingest(paths: tuple[str, ...], db_path: str, instance: str | None, model_version: str | None,
            tags: tuple[str, ...], maps: tuple[str, ...], mapping: str | None, tz: str | None, quiet: bool) -> None:
     """Ingest request logs, text logs with OOM messages and snapshots into the database."""
-    from . import api
     from .config import IngestOptions
     from .fields import parse_map_options, read_mapping_file, with_mapping
-    from .output import print_ingest_report, progress_bar
+    from .ingest_ahead import start_first
 
     fields_map = {**(read_mapping_file(mapping) if mapping else {}), **parse_map_options(maps)}
     options = IngestOptions(instance=instance, model_version=model_version, tags=_parse_tags(tags),
                             tz=_check_tz(tz), fields=with_mapping(fields_map))
+    ahead = start_first(list(paths), options.fields)  # the first file's hash runs while DuckDB loads
+
+    from . import api
+    from .output import print_ingest_report, progress_bar
+
     with progress_bar(list(paths), quiet) as progress:
-        report = api.ingest(db_path, list(paths), options, progress)
+        report = api.ingest(db_path, list(paths), options, progress, ahead)
     print_ingest_report(report)
     click.get_current_context().exit(1 if report.failed else 0)
 

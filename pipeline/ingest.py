@@ -16,6 +16,7 @@ import duckdb
 from . import load
 from .config import IngestOptions
 from .errors import EmptyInputError, OomlabError
+from .ingest_ahead import Ahead
 from .ingest_calendar import refresh_rule_occurrences
 from .ingest_structured import FastPathRefused, ingest_structured
 from .parse import detect
@@ -80,19 +81,21 @@ class Progress(Protocol):
 
 
 def ingest_paths(con: duckdb.DuckDBPyConnection, paths: list[str], options: IngestOptions,
-                 progress: Progress | None = None) -> IngestReport:
-    """Ingest files and directories into the open database; one failure never stops the others."""
+                 progress: Progress | None = None, ahead: Ahead | None = None) -> IngestReport:
+    """Ingest files and directories into the open database; one failure never stops the others. `ahead`
+    holds facts of a file started before (`ingest_ahead.start_first`)."""
     report = IngestReport()
     for path, error in expand_paths(paths):
         if error:
             report.results.append(SourceResult(path, FAILED, message=f"{path}: {error}"))
             continue
+        facts = ahead.for_path(path) if ahead is not None else None
         if progress is None:
-            report.results.append(ingest_file(con, path, options))
+            report.results.append(ingest_file(con, path, options, facts))
             continue
         progress.start(path, _size(path))
         with _polling(con, progress):
-            report.results.append(ingest_file(con, path, options))
+            report.results.append(ingest_file(con, path, options, facts))
         progress.finish()
     if any(r.status == INGESTED for r in report.results):
         refresh_rule_occurrences(con)  # new data or new rules: runs of recurring jobs cover it all
@@ -126,16 +129,18 @@ def _size(path: str) -> int:
         return 0
 
 
-def ingest_file(con: duckdb.DuckDBPyConnection, path: str, options: IngestOptions) -> SourceResult:
-    """One file in one transaction: all of its rows, or none of them."""
+def ingest_file(con: duckdb.DuckDBPyConnection, path: str, options: IngestOptions,
+                facts: Future[FileFacts] | None = None) -> SourceResult:
+    """One file in one transaction: all of its rows, or none of them. `facts`: the file's, if under way."""
     abspath = str(Path(path).resolve())
     try:
         size = os.path.getsize(path)
         if load.known_file(con, abspath, size):  # likely a re-run: hash first, skip without work
-            duplicate = load.source_with_sha(con, sha256_of(path))
+            sha = facts.result().sha256 if facts is not None else sha256_of(path)
+            duplicate = load.source_with_sha(con, sha)
             if duplicate:
                 return SourceResult(path, SKIPPED, message=f"already ingested as {duplicate}")
-        return _ingest_new(con, path, abspath, size, options)
+        return _ingest_new(con, path, abspath, size, options, facts)
     except EmptyInputError as exc:
         return SourceResult(path, SKIPPED, message=exc.message)
     except OomlabError as exc:
@@ -147,10 +152,11 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str, options: IngestOption
 
 
 def _ingest_new(con: duckdb.DuckDBPyConnection, path: str, abspath: str, size: int,
-                options: IngestOptions) -> SourceResult:
+                options: IngestOptions, facts: Future[FileFacts] | None) -> SourceResult:
     kind = detect.detect_kind(path, options.fields)
     # Hashing (and, for request logs, line counting) runs beside the reading.
-    facts = facts_in_background(path, count_lines=kind in detect.LINE_ORIENTED)
+    if facts is None:
+        facts = facts_in_background(path, count_lines=kind in detect.LINE_ORIENTED)
     try:
         return _ingest_in_transaction(con, path, abspath, size, kind, options, facts, robust=False)
     except FastPathRefused:

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import random
+from concurrent.futures import Future
 
-from oomlab.parse.facts import file_facts, sha256_of
+from oomlab import api
+from oomlab.config import IngestOptions
+from oomlab.fields import FIELDS
+from oomlab.ingest_ahead import Ahead, start_first
+from oomlab.parse.facts import FileFacts, file_facts, sha256_of
 
 from conftest import H200
 
@@ -31,3 +36,27 @@ def test_file_facts_count_lines_of_the_text(tmp_path):
     assert (facts.sha256, facts.lines) == (hashlib.sha256(text).hexdigest(), 2_000_001)
     gz = file_facts(SERVE_MIXED)  # a compressed file: the stored bytes are hashed, the text's lines counted
     assert (gz.sha256, gz.lines) == (sha256_of(SERVE_MIXED), 101)
+
+
+def test_the_first_file_is_read_ahead_with_its_kind(tmp_path):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    assert start_first([str(folder)], FIELDS) is None  # a folder is walked later, in order
+    assert start_first([], FIELDS) is None
+    request_log = start_first([str(SERVE_MIXED)], FIELDS)
+    assert request_log is not None and request_log.for_path(str(SERVE_MIXED)) is request_log.facts
+    assert request_log.for_path(str(folder)) is None
+    assert request_log.facts.result() == FileFacts(sha256_of(SERVE_MIXED), 101)  # lines counted: a request log
+    text_log = H200 / "serve_mixed" / "oom_messages.txt.gz"
+    assert start_first([str(text_log)], FIELDS).facts.result() == FileFacts(sha256_of(text_log), -1)
+
+
+def test_ingest_takes_the_facts_read_ahead(db):
+    fake = Future()
+    fake.set_result(FileFacts("f" * 64, -1))
+    log = H200 / "serve_mixed" / "oom_messages.txt.gz"
+    report = api.ingest(db, [str(log)], IngestOptions(), ahead=Ahead(str(log), fake))
+    assert [r.status for r in report.results] == ["ingested"]
+    assert api.query(db, "SELECT sha256, rows FROM sources").rows == [("f" * 64, 4)]
+    again = api.ingest(db, [str(log)], IngestOptions(), ahead=Ahead(str(log), fake))  # the same facts: skipped
+    assert [r.status for r in again.results] == ["skipped"]

@@ -100,13 +100,15 @@ def file_facts(path: str | Path, count_lines: bool = True) -> FileFacts:
     return FileFacts(sha, counter.lines)
 
 
-def facts_in_background(path: str | Path, count_lines: bool = True) -> Future[FileFacts]:
-    """file_facts in a thread; errors surface when the result is asked for."""
+def facts_in_background(path: str | Path, count_lines: bool | Callable[[], bool] = True) -> Future[FileFacts]:
+    """file_facts in a thread; errors surface when the result is asked for. `count_lines` may be a function,
+    called in the thread, that decides (from the file's kind, say)."""
     future: Future[FileFacts] = Future()
 
     def run() -> None:
         try:
-            future.set_result(file_facts(path, count_lines))
+            count = count_lines() if callable(count_lines) else count_lines
+            future.set_result(file_facts(path, count))
         except Exception as exc:  # any failure goes to the caller through the future
             future.set_exception(exc)
 
