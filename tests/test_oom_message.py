@@ -365,3 +365,17 @@ def test_random_bytes(data: bytes) -> None:
     _parse_or_own_error(data.decode("utf-8", errors="replace"))
     with contextlib.suppress(OomlabError):
         parse_oom_message(data)  # type: ignore[arg-type]
+
+
+def test_a_repeated_message_is_read_once_but_its_prefix_still_names_the_framework() -> None:
+    body = "failed to allocate 1.00G (1073741824 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory"
+    prefixes = {  # same cleaned text; the component in each log prefix decides the framework
+        "2026-11-30 01:49:36.123456: E tensorflow/stream_executor/cuda/cuda_driver.cc:806] ": "tensorflow",
+        "2026-11-30 01:49:37.5: E external/org_tensorflow/tensorflow/compiler/xla/stream_executor/x.cc:9] ": "jax",
+        "2026-11-30T01:49:38Z ERROR ": "cuda",
+    }
+    for _ in range(2):  # the second round is served from the cache
+        found = {prefix: parse_oom_message(prefix + body) for prefix in prefixes}
+        assert {p: m.framework for p, m in found.items() if m} == prefixes
+        assert {m.requested_bytes for m in found.values() if m} == {1073741824}
+        assert {m.message for m in found.values() if m} == {body}

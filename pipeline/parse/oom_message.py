@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from ..errors import ParseError
 from ..records import OomMessage
 from .oom_clean import clean_message_text
@@ -50,17 +52,28 @@ def analyse_oom_text(text: str) -> tuple[OomMessage | None, str, int]:
     """
     raw = _as_text(text)
     cleaned = clean_message_text(raw)
-    for sig in SIGNATURES:
+    for index, sig in enumerate(SIGNATURES):
         match = sig.find(cleaned, raw)
-        if match is None:
-            continue
-        try:
-            fields, whole = extract_fields(sig, cleaned)
-        except (ValueError, OverflowError) as exc:
-            raise ParseError(f"{sig.framework} OOM message has a size that cannot be read: {exc}") from None
-        message = OomMessage(framework=sig.framework, message=cleaned, **fields)
-        return message, "ended" if whole else sig.state(cleaned, match.start()), match.start()
+        if match is not None:
+            return _read(index, cleaned, match.start())
     return None, "none", -1
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _read(index: int, cleaned: str, start: int) -> tuple[OomMessage, str, int]:
+    """What signature `index` reads from the cleaned text where its anchor matched at `start`.
+
+    The signature depends on the raw text (contexts are looked for in log prefixes), what it reads only on
+    the cleaned text: an OOM storm repeats the same message under new timestamps, read once here. The
+    message is frozen, so the one copy can be shared.
+    """
+    sig = SIGNATURES[index]
+    try:
+        fields, whole = extract_fields(sig, cleaned)
+    except (ValueError, OverflowError) as exc:
+        raise ParseError(f"{sig.framework} OOM message has a size that cannot be read: {exc}") from None
+    message = OomMessage(framework=sig.framework, message=cleaned, **fields)
+    return message, "ended" if whole else sig.state(cleaned, start), start
 
 
 def parse_oom_message(text: str) -> OomMessage | None:

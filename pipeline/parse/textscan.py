@@ -64,6 +64,7 @@ class MarkerFinder:
         needed = [m for m in dict.fromkeys(self.markers) if not any(o != m and o in m for o in self.markers)]
         self.needed = tuple(needed)
         self.pattern = "|".join(_rust_escape(m) for m in needed)
+        self.regex = re.compile(b"|".join(re.escape(m) for m in needed))  # for one line at a time
 
     def lines(self, buf: Buffer, lo: int, hi: int) -> list[int]:
         """Sorted start offsets of the lines in buf[lo:hi] that hold a marker (lo is a line start)."""
@@ -93,16 +94,16 @@ class MarkerFinder:
 
         return Search(self, buf, lo, hi, True, None).lines()
 
-    def split(self, buf: Buffer, starts: list[int], readers: Sequence[tuple[bytes, ...]]) -> list[list[int]]:
-        """For each reader's markers (together this finder's), the lines of `starts` that hold one of them."""
+    def split(self, buf: Buffer, starts: list[int], readers: Sequence[MarkerFinder]) -> list[list[int]]:
+        """For each reader (together this finder's markers), the lines of `starts` that hold one of its markers."""
         if len(readers) == 1:
             return [starts]
         out: list[list[int]] = [[] for _ in readers]
         for start in starts:
             end = buf.find(b"\n", start)
-            text = buf[start : len(buf) if end < 0 else end]
-            for found, markers in zip(out, readers, strict=True):
-                if any(m in text for m in markers):
+            end = len(buf) if end < 0 else end
+            for found, reader in zip(out, readers, strict=True):
+                if reader.regex.search(buf, start, end):  # in place: no copy of the line
                     found.append(start)
         return out
 
@@ -260,8 +261,8 @@ class _Readers:
     finder's markers each line holds, and the lines' numbers."""
 
     def __init__(self, finders: Sequence[MarkerFinder]) -> None:
-        self.markers = list(dict.fromkeys(f.markers for f in finders))
-        self.union = MarkerFinder([m for markers in self.markers for m in markers])
+        self.finders = list({f.markers: f for f in finders}.values())  # one per set of markers
+        self.union = MarkerFinder([m for f in self.finders for m in f.markers])
 
     def marked(self, window: Window, search: Search, line: int) -> tuple[Window, int]:
         """`window` (whose first line is number `line`) with its marks, and the number of the line after it."""
@@ -272,9 +273,9 @@ class _Readers:
     def found(self, buf: Buffer, marks: list[Mark]) -> dict[tuple[bytes, ...], tuple[Mark, ...]]:
         """The marks (numbered lines holding some finder's marker) of each finder."""
         number = dict(marks)
-        starts = self.union.split(buf, [start for start, _ in marks], self.markers)
-        return {markers: tuple((start, number[start]) for start in lines)
-                for markers, lines in zip(self.markers, starts, strict=True)}
+        starts = self.union.split(buf, [start for start, _ in marks], self.finders)
+        return {finder.markers: tuple((start, number[start]) for start in lines)
+                for finder, lines in zip(self.finders, starts, strict=True)}
 
 
 def _ripgrep_windows(path: Path, readers: _Readers, binary: str) -> Iterator[Window]:
