@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -177,8 +179,26 @@ _register_commands()
 
 
 def main() -> None:
-    """Console entry point."""
-    cli(prog_name="oomlab")
+    """Console entry point.
+
+    It leaves without tearing the interpreter down: freeing every object and module takes 0.05-0.1 s after
+    a large ingest and buys a short-lived command nothing, since by then every database connection is
+    closed (the library opens them in with-blocks) and the output is flushed here. A traceback (--debug)
+    still takes the ordinary way out.
+    """
+    try:
+        cli(prog_name="oomlab")
+        code = 0
+    except SystemExit as exc:  # click ends every run this way
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):  # a reader that went away (`| head`), or a closed stream
+            pass
+    os._exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover
