@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from datetime import datetime
@@ -194,10 +195,8 @@ def main() -> None:
         if isinstance(exc.code, str):
             print(exc.code, file=sys.stderr)
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(BrokenPipeError, ValueError):  # a reader gone (`| head`), or a closed stream
             stream.flush()
-        except (BrokenPipeError, ValueError):  # a reader that went away (`| head`), or a closed stream
-            pass
     os._exit(code)
 
 

@@ -19,17 +19,20 @@ def ingest_text_log(con: duckdb.DuckDBPyConnection, path: Path, source_id: int,
                     options: IngestOptions) -> tuple[int, int]:
     """Load the OOM messages (and engine start-up reports) of one text log; returns (rows, rejects)."""
     instance = options.instance_for(path)
-    events, rejects = [], []
+    found: list[TextOom] = []
+    rejects: list[Reject] = []
     startup = startup_scanner(options)
     for item in scan_text_log(path, default_tz=options.tz, on_window=startup.window, also=[STARTUP_FINDER]):
-        if isinstance(item, Reject):
-            rejects.append(item)
-        else:
-            events.append(_event(item, source_id, instance, options.model_version))
-    rows = load.insert_oom_events(con, events) + insert_engine_memory(con, startup.reports(), source_id, instance)
+        (rejects if isinstance(item, Reject) else found).append(item)
+    events = _event_columns(found, source_id, instance, options.model_version)
+    rows = load.insert_oom_events(con, events, len(found))
+    rows += insert_engine_memory(con, startup.reports(), source_id, instance)
     return rows, load.insert_rejects(con, source_id, rejects)
 
 
-def _event(found: TextOom, source_id: int, instance: str, model_version: str | None) -> dict[str, object]:
-    return {**load.oom_fields(found.oom), "source_id": source_id, "line": found.line, "ts": found.ts,
-            "instance": instance, "model_version": model_version, "origin": "message"}
+def _event_columns(found: list[TextOom], source_id: int, instance: str, model_version: str | None) -> load.Columns:
+    """The oom_events rows of the messages found, column by column."""
+    count = len(found)
+    return {**load.message_columns([item.oom for item in found]), "source_id": [source_id] * count,
+            "line": [item.line for item in found], "ts": [item.ts for item in found], "instance": [instance] * count,
+            "model_version": [model_version] * count, "origin": ["message"] * count}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -149,33 +149,36 @@ _INT32 = frozenset({"source_id", "gpu_index"})
 _TEXT = frozenset({"instance", "model_version", "framework", "origin", "message", "request_id", "error"})
 
 
-def oom_fields(oom: OomMessage) -> dict[str, object]:
-    """The oom_events columns an OomMessage fills."""
-    return {
-        "framework": oom.framework, "requested_bytes": oom.requested_bytes,
-        "total_capacity_bytes": oom.total_capacity_bytes, "free_bytes": oom.free_bytes,
-        "already_allocated_bytes": oom.already_allocated_bytes, "reserved_bytes": oom.reserved_bytes,
-        "allocated_by_pytorch_bytes": oom.allocated_by_pytorch_bytes,
-        "reserved_unallocated_bytes": oom.reserved_unallocated_bytes,
-        "process_in_use_bytes": oom.process_in_use_bytes, "allowed_bytes": oom.allowed_bytes,
-        "private_pool_bytes": oom.private_pool_bytes, "gpu_index": oom.gpu_index, "message": oom.message,
-        "other_processes": [{"pid": p, "in_use_bytes": b} for p, b in oom.other_processes],
-    }
+# OomMessage attributes stored under their own names.
+_MESSAGE_COLUMNS = ("framework", "requested_bytes", "total_capacity_bytes", "free_bytes", "already_allocated_bytes",
+                    "reserved_bytes", "allocated_by_pytorch_bytes", "reserved_unallocated_bytes",
+                    "process_in_use_bytes", "allowed_bytes", "private_pool_bytes", "gpu_index", "message")
+MESSAGE_COLUMNS = (*_MESSAGE_COLUMNS, "other_processes")  # the oom_events columns an OomMessage fills
+
+Columns = dict[str, list[object]]  # one list per column, all of one length
 
 
-def insert_oom_events(con: duckdb.DuckDBPyConnection, events: list[dict[str, object]]) -> int:
-    """Append OOM events (dicts keyed by OOM_COLUMNS; missing keys are NULL); returns how many."""
-    if not events:
+def message_columns(ooms: Sequence[OomMessage]) -> Columns:
+    """The oom_events columns that OOM messages fill, column by column (a large log holds thousands)."""
+    columns: Columns = {name: [getattr(oom, name) for oom in ooms] for name in _MESSAGE_COLUMNS}
+    columns["other_processes"] = [[{"pid": p, "in_use_bytes": b} for p, b in oom.other_processes] for oom in ooms]
+    return columns
+
+
+def insert_oom_events(con: duckdb.DuckDBPyConnection, columns: Columns, count: int) -> int:
+    """Append `count` OOM events given column by column (keys from OOM_COLUMNS; a missing column is NULL);
+    returns how many."""
+    if not count:
         return 0
-    con.register("new_oom_events", _oom_table(events, OOM_COLUMNS))
+    con.register("new_oom_events", _oom_table(columns, OOM_COLUMNS, count))
     cols = ", ".join(OOM_COLUMNS)
     con.execute(f"INSERT INTO oom_events ({cols}) SELECT {cols} FROM new_oom_events")
     con.unregister("new_oom_events")
-    return len(events)
+    return count
 
 
-def _oom_table(events: list[dict[str, object]], columns: tuple[str, ...]) -> pa.Table:
-    """OOM event dicts as an Arrow table with the oom_events column types (bytes and counts are int64)."""
+def _oom_table(columns: Columns, names: tuple[str, ...], count: int) -> pa.Table:
+    """Columns as an Arrow table with the oom_events column types (bytes and counts are int64)."""
     import pyarrow as pa  # here, not at the top: only runs that hold OOMs pay for importing it
 
     def arrow_type(column: str) -> pa.DataType:
@@ -189,15 +192,14 @@ def _oom_table(events: list[dict[str, object]], columns: tuple[str, ...]) -> pa.
             return pa.list_(pa.struct([("pid", pa.int64()), ("in_use_bytes", pa.int64())]))
         return pa.int64()
 
-    schema = pa.schema([(c, arrow_type(c)) for c in columns])
-    return pa.table({c: [e.get(c) for e in events] for c in columns}, schema=schema)
+    schema = pa.schema([(c, arrow_type(c)) for c in names])
+    return pa.table({c: columns.get(c, [None] * count) for c in names}, schema=schema)
 
 
 def register_parsed_messages(con: duckdb.DuckDBPyConnection, parsed: dict[str, OomMessage]) -> None:
     """Expose parsed OOM messages as the view `parsed_messages` (keyed by `error`, the message text)."""
-    rows = [{"error": text, **oom_fields(oom)} for text, oom in parsed.items()]
-    columns = ("error", *(c for c in OOM_COLUMNS if c in oom_fields(OomMessage(framework=""))))
-    con.register("parsed_messages", _oom_table(rows, columns))
+    columns = {"error": list(parsed), **message_columns(list(parsed.values()))}
+    con.register("parsed_messages", _oom_table(columns, ("error", *MESSAGE_COLUMNS), len(parsed)))
 
 
 def fetch_dicts(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, object]) -> list[dict[str, object]]:
