@@ -2,7 +2,8 @@
 
 Generates (seeded) a plain text log of realistic service log lines with one real-format OOM message
 (variants of the H200 captures in tests/data/h200) per 1,000 lines, then times both sides (the fastest of
-three runs each) and prints `ratio = oomlab / grep` (target <= 5).
+three runs each) and prints `ratio = oomlab / grep` (target <= 5). It also times hashing the file alone:
+ingest must store every file's sha256 (sources.sha256), so that ratio is a floor no ingest can go under.
 Run: `python bench/ingest_text.py [--size-mb 1024] [--dir D] [--runs 3]`.
 """
 
@@ -137,6 +138,9 @@ _SCAN = (
 )
 
 
+_HASH = "import sys; from oomlab.parse.facts import sha256_of; sha256_of(sys.argv[1])"
+
+
 def run_scan(log: Path) -> tuple[Run, int, float, float]:
     """list(scan_text_log(FILE)) in a fresh interpreter: the run, OOMs found, import s, scan s."""
     run = timed([sys.executable, "-c", _SCAN, str(log)])
@@ -198,6 +202,9 @@ def bench(workdir: Path, size_mb: int, seed: int, runs: int = 3) -> int:
     timed(["cat", str(log)], keep_output=False)  # warm the page cache: both sides read from memory
     grep = min((timed(["grep", "-c", "out of memory", str(log)]) for _ in range(3)), key=lambda r: r.seconds)
     print(f"grep -c 'out of memory': {grep.seconds:.3f} s (count {grep.stdout.strip()})")
+    floor = timed([sys.executable, "-c", _HASH, str(log)])
+    print(f"sha256 of the file alone (sources.sha256, which ingest must compute): {floor.seconds:.3f} s wall, "
+          f"ratio {floor.seconds / grep.seconds:.2f}: the floor of any ingest on this machine")
     scan, found, import_s, inner_s = run_scan(log)
     print(f"list(scan_text_log(FILE)): {scan.seconds:.3f} s wall ({import_s:.3f} s imports + {inner_s:.3f} s "
           f"scan), OOMs found {found}, ratio {scan.seconds / grep.seconds:.2f}, "
