@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import gzip
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from oomlab.errors import InputError
+from oomlab.parse import textscan
 from oomlab.parse.oom_message import OOM_MARKERS
 from oomlab.parse.ripgrep import RIPGREP_ENV, ripgrep_binary, ripgrep_marks
 from oomlab.parse.textlog import scan_text_log
+from oomlab.records import TextOom
 
 H200_MESSAGES = Path(__file__).parent / "data" / "h200" / "serve_mixed" / "oom_messages.txt.gz"
 
@@ -91,3 +94,19 @@ def test_a_reader_may_stop_early(tmp_path: Path) -> None:
     batches = ripgrep_marks(binary, path, OOM_MARKERS)
     assert next(batches)[0] == (0, 1)
     batches.close()  # kills rg instead of waiting for it
+
+
+def test_lines_rg_finds_past_the_mapped_end_are_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    message = gzip.decompress(H200_MESSAGES.read_bytes()).split(b"\n")[1]
+    log = tmp_path / "growing.log"
+    log.write_bytes(b"start\n" + message + b"\n")
+    real = textscan.ripgrep_marks
+
+    def grown(binary: str, path: Path, markers: tuple[bytes, ...]) -> Iterator[list[tuple[int, int]]]:
+        """What rg reports when the log grew by one message after it was mapped."""
+        yield from real(binary, path, markers)
+        yield [(log.stat().st_size + 6, 3)]
+
+    monkeypatch.setattr(textscan, "ripgrep_marks", grown)
+    (item,) = list(scan_text_log(log))
+    assert isinstance(item, TextOom) and item.line == 2

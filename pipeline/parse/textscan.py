@@ -12,6 +12,7 @@ searched at once, so a log is read once whoever reads it.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -287,10 +288,16 @@ def _ripgrep_windows(path: Path, readers: _Readers, binary: str) -> Iterator[Win
             return
         mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
     lo, line = 0, 1
-    for marks in ripgrep_marks(binary, path, readers.union.needed):
-        end = mapped.find(b"\n", marks[-1][0])
-        hi = len(mapped) if end < 0 else end + 1
-        yield Window(mapped, 0, lo, hi, line, readers.found(mapped, marks))
-        lo, line = hi, marks[-1][1] + 1
+    with contextlib.closing(ripgrep_marks(binary, path, readers.union.needed)) as batches:
+        for batch in batches:
+            # A log still being written may have grown since it was mapped: rg's lines past the map are
+            # left for the next ingest (the file's hash will have changed by then).
+            marks = [mark for mark in batch if mark[0] < len(mapped)]
+            if not marks:
+                break
+            end = mapped.find(b"\n", marks[-1][0])
+            hi = len(mapped) if end < 0 else end + 1
+            yield Window(mapped, 0, lo, hi, line, readers.found(mapped, marks))
+            lo, line = hi, marks[-1][1] + 1
     if lo < len(mapped):
         yield Window(mapped, 0, lo, len(mapped), line, readers.found(mapped, []))
