@@ -28,6 +28,20 @@ def lines_of(paths: list[Path]) -> list[dict]:
     return [json.loads(line) for path in paths for line in path.read_text().splitlines()]
 
 
+def lines_written(folder: Path, wait_s: float = 20) -> list[dict]:
+    """The lines in the folder's files once there are any whole ones: the writer thread is woken at once,
+    but it creates a file before it writes to it, and a slow machine gets time."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            found = lines_of(list(folder.glob("*.jsonl")))
+        except json.JSONDecodeError:  # a line half written
+            found = []
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.01)
+
+
 def fail_once_oom(cap: Capture, fake: FakeMemory, request_id: str) -> None:
     with pytest.raises(FakeOutOfMemoryError), cap.request(request_id):
         fake.out_of_memory(417333248, MESSAGE)
@@ -98,10 +112,7 @@ def test_an_oom_line_is_written_without_waiting_for_the_interval(tmp_path: Path)
     fake = FakeMemory()
     with Capture(tmp_path, instance="gpu-w", memory=fake, flush_interval_s=3600) as cap:
         fail_once_oom(cap, fake, "urgent")
-        deadline = time.monotonic() + 20  # the writer thread is woken at once; a slow machine gets time
-        while not list(tmp_path.glob("*.jsonl")) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert [line["status"] for line in lines_of(list(tmp_path.glob("*.jsonl")))] == ["oom"]
+        assert [line["status"] for line in lines_written(tmp_path)] == ["oom"]
 
 
 def test_a_backlog_drops_new_lines_and_says_so_once(tmp_path: Path, caplog):
