@@ -110,3 +110,14 @@ def test_lines_rg_finds_past_the_mapped_end_are_left(tmp_path: Path, monkeypatch
     monkeypatch.setattr(textscan, "ripgrep_marks", grown)
     (item,) = list(scan_text_log(log))
     assert isinstance(item, TextOom) and item.line == 2
+
+
+def test_an_rg_killed_midway_is_an_error_not_a_short_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "rg"
+    fake.write_text("#!/bin/sh\necho '1:0:[Omitted long matching line]'\nkill -9 $$\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv(RIPGREP_ENV, str(fake))
+    log = tmp_path / "service.log"
+    log.write_text("CUDA error: out of memory\n" * 3)
+    with pytest.raises(InputError, match="ripgrep failed: killed by signal 9"):
+        list(scan_text_log(log))

@@ -59,8 +59,8 @@ def _command(binary: str, path: Path, markers: Sequence[bytes]) -> list[str]:
 
 
 def ripgrep_marks(binary: str, path: Path, markers: Sequence[bytes]) -> Iterator[list[Mark]]:
-    """The marked lines of `path` in order, in batches as rg reports them. An error of rg's (exit status 2)
-    is raised as OSError once its output is read."""
+    """The marked lines of `path` in order, in batches as rg reports them. An error of rg's (exit status 2,
+    or a signal) is raised as OSError once its output is read: a search cut short loses no line quietly."""
     child = subprocess.Popen(_command(binary, path, markers), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE)
     assert child.stdout is not None and child.stderr is not None
@@ -73,14 +73,19 @@ def ripgrep_marks(binary: str, path: Path, markers: Sequence[bytes]) -> Iterator
         if rest:
             yield [_mark(rest)]
         problem = child.stderr.read().decode("utf-8", errors="replace").strip()
-        if child.wait() > 1:
-            raise OSError(f"ripgrep failed: {problem.splitlines()[0] if problem else f'exit {child.returncode}'}")
+        if child.wait() not in (0, 1):  # 1: no line matched; 2: an error; negative: killed by a signal
+            raise OSError(f"ripgrep failed: {problem.splitlines()[0] if problem else _status(child.returncode)}")
     finally:
         if child.poll() is None:  # the reader stopped early
             child.kill()
         child.stdout.close()
         child.stderr.close()
         child.wait()
+
+
+def _status(code: int) -> str:
+    """How rg ended, in words."""
+    return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
 
 
 def _mark(line: bytes) -> Mark:
