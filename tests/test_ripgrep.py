@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import subprocess
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ import pytest
 from oomlab.errors import InputError
 from oomlab.parse import textscan
 from oomlab.parse.oom_message import OOM_MARKERS
-from oomlab.parse.ripgrep import RIPGREP_ENV, ripgrep_binary, ripgrep_marks
+from oomlab.parse.ripgrep import RIPGREP_ENV, RipgrepSearch, ripgrep_binary
 from oomlab.parse.textlog import scan_text_log
 from oomlab.records import TextOom
 
@@ -54,7 +55,8 @@ def test_marks_are_line_starts_and_numbers_of_marked_lines(tmp_path: Path) -> No
     path.write_bytes(data)
     binary = ripgrep_binary()
     assert binary is not None
-    batches = list(ripgrep_marks(binary, path, OOM_MARKERS))
+    with contextlib.closing(RipgrepSearch(binary, path, OOM_MARKERS)) as search:
+        batches = list(search)
     assert [mark for batch in batches for mark in batch] == expected_marks(data, OOM_MARKERS)
     assert len(batches) > 1
 
@@ -65,14 +67,15 @@ def test_a_byte_order_mark_is_not_taken_as_utf16(tmp_path: Path) -> None:
     path.write_bytes(b"\xff\xfe\n" + message + b"\n")
     binary = ripgrep_binary()
     assert binary is not None
-    assert [m for batch in ripgrep_marks(binary, path, OOM_MARKERS) for m in batch] == [(3, 2)]
+    with contextlib.closing(RipgrepSearch(binary, path, OOM_MARKERS)) as search:
+        assert [m for batch in search for m in batch] == [(3, 2)]
 
 
 def test_an_error_of_rg_is_raised_after_its_output(tmp_path: Path) -> None:
     binary = ripgrep_binary()
     assert binary is not None
     with pytest.raises(OSError, match=r"ripgrep failed: .*no-such\.log"):
-        list(ripgrep_marks(binary, tmp_path / "no-such.log", OOM_MARKERS))
+        list(RipgrepSearch(binary, tmp_path / "no-such.log", OOM_MARKERS))
 
 
 def test_a_broken_rg_makes_the_log_an_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -91,23 +94,24 @@ def test_a_reader_may_stop_early(tmp_path: Path) -> None:
     path.write_bytes(b"CUDA error: out of memory\n" * 200_000)
     binary = ripgrep_binary()
     assert binary is not None
-    batches = ripgrep_marks(binary, path, OOM_MARKERS)
-    assert next(batches)[0] == (0, 1)
-    batches.close()  # kills rg instead of waiting for it
+    search = RipgrepSearch(binary, path, OOM_MARKERS)
+    assert next(iter(search))[0] == (0, 1)
+    search.close()  # kills rg instead of waiting for it
+    assert search.child.returncode == -9
 
 
 def test_lines_rg_finds_past_the_mapped_end_are_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     message = gzip.decompress(H200_MESSAGES.read_bytes()).split(b"\n")[1]
     log = tmp_path / "growing.log"
     log.write_bytes(b"start\n" + message + b"\n")
-    real = textscan.ripgrep_marks
-
-    def grown(binary: str, path: Path, markers: tuple[bytes, ...]) -> Iterator[list[tuple[int, int]]]:
+    class Grown(RipgrepSearch):
         """What rg reports when the log grew by one message after it was mapped."""
-        yield from real(binary, path, markers)
-        yield [(log.stat().st_size + 6, 3)]
 
-    monkeypatch.setattr(textscan, "ripgrep_marks", grown)
+        def __iter__(self) -> Iterator[list[tuple[int, int]]]:
+            yield from super().__iter__()
+            yield [(log.stat().st_size + 6, 3)]
+
+    monkeypatch.setattr(textscan, "RipgrepSearch", Grown)
     (item,) = list(scan_text_log(log))
     assert isinstance(item, TextOom) and item.line == 2
 
@@ -121,3 +125,16 @@ def test_an_rg_killed_midway_is_an_error_not_a_short_result(tmp_path: Path, monk
     log.write_text("CUDA error: out of memory\n" * 3)
     with pytest.raises(InputError, match="ripgrep failed: killed by signal 9"):
         list(scan_text_log(log))
+
+
+def test_an_rg_that_cannot_run_here_leaves_the_search_in_process(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    foreign = tmp_path / "rg"
+    foreign.write_bytes(b"\x7fELF not for this machine")  # executable bit, but exec fails
+    foreign.chmod(0o755)
+    message = gzip.decompress(H200_MESSAGES.read_bytes()).split(b"\n")[1]
+    log = tmp_path / "service.log"
+    log.write_bytes(b"start\n" + message + b"\nend\n")
+    expected = list(scan_text_log(log))
+    monkeypatch.setenv(RIPGREP_ENV, str(foreign))
+    assert list(scan_text_log(log)) == expected and len(expected) == 1

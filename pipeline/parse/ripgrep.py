@@ -58,29 +58,37 @@ def _command(binary: str, path: Path, markers: Sequence[bytes]) -> list[str]:
             "--max-columns", "1", *(f"--regexp={m.decode('ascii')}" for m in markers), "--", str(path)]
 
 
-def ripgrep_marks(binary: str, path: Path, markers: Sequence[bytes]) -> Iterator[list[Mark]]:
-    """The marked lines of `path` in order, in batches as rg reports them. An error of rg's (exit status 2,
-    or a signal) is raised as OSError once its output is read: a search cut short loses no line quietly."""
-    child = subprocess.Popen(_command(binary, path, markers), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
-    assert child.stdout is not None and child.stderr is not None
-    try:
+class RipgrepSearch:
+    """rg searching `path` for `markers`, started at once: an rg that cannot run here at all (another
+    platform's binary) raises OSError now, before anything is read. Iterate for the marked lines in order,
+    in batches as rg reports them; an error of rg's (exit status 2, or a signal) is raised as OSError once
+    its output is read, so a search cut short loses no line quietly. `close` ends rg if it still runs."""
+
+    def __init__(self, binary: str, path: Path, markers: Sequence[bytes]) -> None:
+        self.child = subprocess.Popen(_command(binary, path, markers), stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def __iter__(self) -> Iterator[list[Mark]]:
+        stdout, stderr = self.child.stdout, self.child.stderr
+        assert stdout is not None and stderr is not None
         rest = b""
-        while piece := child.stdout.read1(_READ_BYTES):
+        while piece := stdout.read1(_READ_BYTES):
             complete, _, rest = (rest + piece).rpartition(b"\n")
             if complete:
                 yield [_mark(line) for line in complete.split(b"\n")]
         if rest:
             yield [_mark(rest)]
-        problem = child.stderr.read().decode("utf-8", errors="replace").strip()
-        if child.wait() not in (0, 1):  # 1: no line matched; 2: an error; negative: killed by a signal
-            raise OSError(f"ripgrep failed: {problem.splitlines()[0] if problem else _status(child.returncode)}")
-    finally:
-        if child.poll() is None:  # the reader stopped early
-            child.kill()
-        child.stdout.close()
-        child.stderr.close()
-        child.wait()
+        problem = stderr.read().decode("utf-8", errors="replace").strip()
+        if self.child.wait() not in (0, 1):  # 1: no line matched; 2: an error; negative: killed by a signal
+            raise OSError(f"ripgrep failed: {problem.splitlines()[0] if problem else _status(self.child.returncode)}")
+
+    def close(self) -> None:
+        if self.child.poll() is None:  # the reader stopped early
+            self.child.kill()
+        for stream in (self.child.stdout, self.child.stderr):
+            if stream is not None:
+                stream.close()
+        self.child.wait()
 
 
 def _status(code: int) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .compression import compression_of, open_binary
-from .ripgrep import ripgrep_binary, ripgrep_marks
+from .ripgrep import RipgrepSearch, ripgrep_binary
 
 if TYPE_CHECKING:
     from .textsearch import Search
@@ -231,8 +231,9 @@ def iter_windows(path: str | Path, finders: Sequence[MarkerFinder], *,
     readers = _Readers(finders)
     plain = compression_of(path) is None
     binary = ripgrep_binary() if plain else None
-    if binary is not None:
-        for window in _ripgrep_windows(path, readers, binary):
+    searched = _ripgrep_windows(path, readers, binary) if binary is not None else None
+    if searched is not None:
+        for window in searched:
             yield window
             _release(window.buf, window.lo)
         return
@@ -279,17 +280,27 @@ class _Readers:
                 for finder, lines in zip(self.finders, starts, strict=True)}
 
 
-def _ripgrep_windows(path: Path, readers: _Readers, binary: str) -> Iterator[Window]:
+def _ripgrep_windows(path: Path, readers: _Readers, binary: str) -> Iterator[Window] | None:
+    """The windows of a plain file whose marks rg finds; None when this rg cannot run here (another platform's
+    binary): the log is then searched in-process."""
+    with open(path, "rb") as handle:
+        if handle.seek(0, 2) == 0:
+            return iter(())
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        search = RipgrepSearch(binary, path, readers.union.needed)
+    except OSError:
+        return None
+    return _windows_of(mapped, readers, search)
+
+
+def _windows_of(mapped: mmap.mmap, readers: _Readers, search: RipgrepSearch) -> Iterator[Window]:
     """Windows of a memory-mapped plain file, one per batch of rg's output: each reaches from where the one
     before ended to the end of the batch's last line, and the last to the end of the file, so together they
     cover the log and a reader searching a window itself (`Window.marked`) numbers its lines right."""
-    with open(path, "rb") as handle:
-        if handle.seek(0, 2) == 0:
-            return
-        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
     lo, line = 0, 1
-    with contextlib.closing(ripgrep_marks(binary, path, readers.union.needed)) as batches:
-        for batch in batches:
+    with contextlib.closing(search):
+        for batch in search:
             # A log still being written may have grown since it was mapped: rg's lines past the map are
             # left for the next ingest (the file's hash will have changed by then).
             marks = [mark for mark in batch if mark[0] < len(mapped)]
