@@ -80,6 +80,16 @@ class Progress(Protocol):
     def finish(self) -> None: ...
 
 
+class ReadPosition:
+    """How far a loader that reads its file itself has got (0-1), for the progress bar: DuckDB reports its own
+    progress on the files it reads. The loader writes it, the polling thread reads it."""
+
+    __slots__ = ("fraction",)
+
+    def __init__(self) -> None:
+        self.fraction = 0.0
+
+
 def ingest_paths(con: duckdb.DuckDBPyConnection, paths: list[str], options: IngestOptions,
                  progress: Progress | None = None, ahead: Ahead | None = None) -> IngestReport:
     """Ingest files and directories into the open database; one failure never stops the others. `ahead`
@@ -94,8 +104,9 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: list[str], options: Inge
             report.results.append(ingest_file(con, path, options, facts))
             continue
         progress.start(path, _size(path))
-        with _polling(con, progress):
-            report.results.append(ingest_file(con, path, options, facts))
+        position = ReadPosition()
+        with _polling(con, progress, position):
+            report.results.append(ingest_file(con, path, options, facts, position))
         progress.finish()
     if any(r.status == INGESTED for r in report.results):
         refresh_rule_occurrences(con)  # new data or new rules: runs of recurring jobs cover it all
@@ -103,15 +114,17 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: list[str], options: Inge
 
 
 @contextmanager
-def _polling(con: duckdb.DuckDBPyConnection, progress: Progress, every: float = 0.25) -> Iterator[None]:
-    """Report DuckDB's progress on its running statement from a thread (query_progress is thread-safe)."""
+def _polling(con: duckdb.DuckDBPyConnection, progress: Progress, position: ReadPosition,
+             every: float = 0.25) -> Iterator[None]:
+    """Report progress from a thread: DuckDB's on its running statement (query_progress is thread-safe, and
+    -1 when none runs), or how far the loader has read the file itself."""
     done = threading.Event()
 
     def poll() -> None:
         while not done.wait(every):
-            fraction = con.query_progress()
-            if fraction >= 0:
-                progress.update(fraction / 100)
+            fraction = max(con.query_progress() / 100, position.fraction)
+            if fraction > 0:
+                progress.update(fraction)
 
     thread = threading.Thread(target=poll, daemon=True, name="oomlab-progress")
     thread.start()
@@ -130,8 +143,9 @@ def _size(path: str) -> int:
 
 
 def ingest_file(con: duckdb.DuckDBPyConnection, path: str, options: IngestOptions,
-                facts: Future[FileFacts] | None = None) -> SourceResult:
-    """One file in one transaction: all of its rows, or none of them. `facts`: the file's, if under way."""
+                facts: Future[FileFacts] | None = None, position: ReadPosition | None = None) -> SourceResult:
+    """One file in one transaction: all of its rows, or none of them. `facts`: the file's, if under way;
+    `position`: where a loader reports how far it has read."""
     abspath = str(Path(path).resolve())
     try:
         size = os.path.getsize(path)
@@ -140,7 +154,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str, options: IngestOption
             duplicate = load.source_with_sha(con, sha)
             if duplicate:
                 return SourceResult(path, SKIPPED, message=f"already ingested as {duplicate}")
-        return _ingest_new(con, path, abspath, size, options, facts)
+        return _ingest_new(con, path, abspath, size, options, facts, position)
     except EmptyInputError as exc:
         return SourceResult(path, SKIPPED, message=exc.message)
     except OomlabError as exc:
@@ -151,26 +165,27 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str, options: IngestOption
         return SourceResult(path, FAILED, message=f"{path}: {str(exc).splitlines()[0]}")
 
 
-def _ingest_new(con: duckdb.DuckDBPyConnection, path: str, abspath: str, size: int,
-                options: IngestOptions, facts: Future[FileFacts] | None) -> SourceResult:
+def _ingest_new(con: duckdb.DuckDBPyConnection, path: str, abspath: str, size: int, options: IngestOptions,
+                facts: Future[FileFacts] | None, position: ReadPosition | None) -> SourceResult:
     kind = detect.detect_kind(path, options.fields)
     # Hashing (and, for request logs, line counting) runs beside the reading.
     if facts is None:
         facts = facts_in_background(path, count_lines=kind in detect.LINE_ORIENTED)
     try:
-        return _ingest_in_transaction(con, path, abspath, size, kind, options, facts, robust=False)
+        return _ingest_in_transaction(con, path, abspath, size, kind, options, facts, position, robust=False)
     except FastPathRefused:
-        return _ingest_in_transaction(con, path, abspath, size, kind, options, facts, robust=True)
+        return _ingest_in_transaction(con, path, abspath, size, kind, options, facts, position, robust=True)
 
 
 def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, path: str, abspath: str, size: int, kind: str,
-                           options: IngestOptions, facts: Future[FileFacts], robust: bool) -> SourceResult:
+                           options: IngestOptions, facts: Future[FileFacts], position: ReadPosition | None,
+                           robust: bool) -> SourceResult:
     """One file in one transaction: all of its rows, or none of them."""
     con.execute("BEGIN TRANSACTION")
     try:
         load.remove_sources(con, load.source_ids_for_path(con, abspath))
         source_id = load.next_source_id(con)
-        rows, rejects = _load_content(con, Path(path), kind, source_id, options, facts, robust)
+        rows, rejects = _load_content(con, Path(path), kind, source_id, options, facts, position, robust)
         sha = facts.result().sha256
         duplicate = load.source_with_sha(con, sha)
         if duplicate:
@@ -185,14 +200,14 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, path: str, abspath: s
     return SourceResult(path, INGESTED, kind, rows, rejects, reject_samples=_reject_samples(con, path, source_id))
 
 
-def _load_content(con: duckdb.DuckDBPyConnection, path: Path, kind: str, source_id: int,
-                  options: IngestOptions, facts: Future[FileFacts], robust: bool) -> tuple[int, int]:
+def _load_content(con: duckdb.DuckDBPyConnection, path: Path, kind: str, source_id: int, options: IngestOptions,
+                  facts: Future[FileFacts], position: ReadPosition | None, robust: bool) -> tuple[int, int]:
     """Rows and rejects loaded from one file of a known kind."""
     # Loaders of the other kinds are imported when a file needs them: the text scanner brings polars and
     # numpy, the snapshot reader its own modules, and a run over request logs needs neither.
     if kind == detect.TEXT:
         from .ingest_text import ingest_text_log
-        return ingest_text_log(con, path, source_id, options)
+        return ingest_text_log(con, path, source_id, options, position)
     if kind in detect.TELEMETRY:
         from .ingest_telemetry import ingest_telemetry
         return ingest_telemetry(con, path, kind, source_id, options)

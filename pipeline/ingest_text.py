@@ -4,6 +4,7 @@ reports, read from the same pass, become engine_memory rows."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
@@ -12,17 +13,28 @@ from .config import IngestOptions
 from .ingest_telemetry import insert_engine_memory, startup_scanner
 from .parse.telemetry_vllm import FINDER as STARTUP_FINDER
 from .parse.textlog import scan_text_log
+from .parse.textscan import Window
 from .records import Reject, TextOom
 
+if TYPE_CHECKING:
+    from .ingest import ReadPosition
 
-def ingest_text_log(con: duckdb.DuckDBPyConnection, path: Path, source_id: int,
-                    options: IngestOptions) -> tuple[int, int]:
-    """Load the OOM messages (and engine start-up reports) of one text log; returns (rows, rejects)."""
+
+def ingest_text_log(con: duckdb.DuckDBPyConnection, path: Path, source_id: int, options: IngestOptions,
+                    position: ReadPosition | None = None) -> tuple[int, int]:
+    """Load the OOM messages (and engine start-up reports) of one text log; returns (rows, rejects). How far
+    the scan has got goes to `position`."""
     instance = options.instance_for(path)
     found: list[TextOom] = []
     rejects: list[Reject] = []
     startup = startup_scanner(options)
-    for item in scan_text_log(path, default_tz=options.tz, on_window=startup.window, also=[STARTUP_FINDER]):
+
+    def on_window(window: Window) -> None:
+        startup.window(window)
+        if position is not None:
+            position.fraction = window.progress
+
+    for item in scan_text_log(path, default_tz=options.tz, on_window=on_window, also=[STARTUP_FINDER]):
         (rejects if isinstance(item, Reject) else found).append(item)
     events = _event_columns(found, source_id, instance, options.model_version)
     rows = load.insert_oom_events(con, events, len(found))

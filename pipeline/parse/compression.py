@@ -6,6 +6,8 @@ import gzip
 import io
 import lzma
 import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -36,6 +38,27 @@ def compression_of(path: str | Path) -> str | None:
     """The compression of the file at `path`, read from its first bytes."""
     with open(path, "rb") as handle:
         return detect_compression(handle.read(8))
+
+
+@contextmanager
+def open_counted(path: str | Path) -> Iterator[tuple[BinaryIO, Callable[[], int]]]:
+    """A binary stream of the file's decompressed content, and a function giving how many of its stored bytes
+    have been read so far (how far along a reader is, whatever the compression)."""
+    with open(path, "rb") as raw:
+        kind = detect_compression(raw.read(8))
+        raw.seek(0)
+        if kind is None:
+            yield raw, raw.tell
+            return
+        if kind == "gzip":
+            stream: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+        elif kind == "xz":
+            stream = lzma.LZMAFile(raw)  # type: ignore[assignment]  # noqa: SIM115 - closed below
+        else:
+            reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=False)
+            stream = io.BufferedReader(reader, 1 << 20)  # type: ignore[arg-type]
+        with stream:
+            yield stream, raw.tell
 
 
 def open_binary(path: str | Path) -> BinaryIO:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .compression import compression_of, open_binary
+from .compression import compression_of, open_counted
 from .ripgrep import RipgrepSearch, ripgrep_binary
 
 if TYPE_CHECKING:
@@ -119,6 +119,7 @@ class Window:
     hi: int  # a line start, or the end of the log
     line: int = 1  # the number of the line at lo
     found: Mapping[tuple[bytes, ...], tuple[Mark, ...]] = field(default_factory=dict)  # marks searched ahead
+    progress: float = 0.0  # the share of the file's stored bytes read once this window is done (0-1)
 
     def marked(self, finder: MarkerFinder) -> tuple[Mark, ...]:
         """The lines in [lo, hi) that hold one of `finder`'s markers, in order: searched ahead when iter_windows
@@ -154,7 +155,7 @@ def _mapped_windows(path: Path, segment: int) -> Iterator[Window]:
     while lo < size:
         end = mapped.find(b"\n", min(lo + segment, size), min(lo + _MAX_SEGMENT, size))
         hi = size if end < 0 else end + 1
-        yield Window(mapped, 0, lo, hi)
+        yield Window(mapped, 0, lo, hi, progress=hi / size)
         lo = hi
 
 
@@ -203,14 +204,15 @@ def _behind(buf: bytes, hi: int, lookahead: int) -> int:
 
 def _stream_windows(path: Path, segment: int, lookahead: int) -> Iterator[Window]:
     """Successive buffers of a compressed file, each overlapping the next by a few lines."""
-    with open_binary(path) as stream:
+    stored = max(1, path.stat().st_size)
+    with open_counted(path) as (stream, stored_read):
         carry, base, lo = b"", 0, 0
         while True:
             data = _read_full(stream, segment)
             buf = carry + data
             final = len(data) < segment
             hi = len(buf) if final else _cut(buf, lo, lookahead)
-            yield Window(buf, base, lo, hi)
+            yield Window(buf, base, lo, hi, progress=1.0 if final else min(1.0, stored_read() / stored))
             if final:
                 return
             keep = _behind(buf, hi, lookahead)
@@ -308,7 +310,7 @@ def _windows_of(mapped: mmap.mmap, readers: _Readers, search: RipgrepSearch) -> 
                 break
             end = mapped.find(b"\n", marks[-1][0])
             hi = len(mapped) if end < 0 else end + 1
-            yield Window(mapped, 0, lo, hi, line, readers.found(mapped, marks))
+            yield Window(mapped, 0, lo, hi, line, readers.found(mapped, marks), hi / len(mapped))
             lo, line = hi, marks[-1][1] + 1
     if lo < len(mapped):
-        yield Window(mapped, 0, lo, len(mapped), line, readers.found(mapped, []))
+        yield Window(mapped, 0, lo, len(mapped), line, readers.found(mapped, []), 1.0)
