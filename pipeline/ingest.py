@@ -197,7 +197,8 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, path: str, abspath: s
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    return SourceResult(path, INGESTED, kind, rows, rejects, reject_samples=_reject_samples(con, path, source_id))
+    samples = _reject_samples(con, path, source_id) if rejects else []
+    return SourceResult(path, INGESTED, kind, rows, rejects, reject_samples=samples)
 
 
 def _load_content(con: duckdb.DuckDBPyConnection, path: Path, kind: str, source_id: int, options: IngestOptions,

@@ -144,7 +144,9 @@ def _parse_cached(message: str) -> OomMessage | None:
 def _insert_structured_ooms(con: duckdb.DuckDBPyConnection, labels: dict[str, object]) -> None:
     """OOM requests become oom_events, with the fields their messages state (logged values win)."""
     errors = [row["error"] for row in load.fetch_dicts(con, "select_source_errors", labels)]
-    parsed = {e: _parse_cached(e) for e in errors}
+    if not errors:  # no OOM request: most files of a healthy fleet
+        return
+    parsed = {e: _parse_cached(e) for e in errors if e is not None}
     load.register_parsed_messages(con, {e: p for e, p in parsed.items() if p is not None})
     try:
         run_file(con, "insert_structured_ooms", labels)

@@ -180,3 +180,14 @@ def test_line_numbers_follow_the_file_across_parallel_row_groups(tmp_path, db, r
     header = 1 if fmt == "csv" else 0
     assert sql("SELECT count(*), count(*) FILTER (line = input_sequence_length + 1 + ?) FROM requests",
                [header]) == [(rows, rows)]
+
+
+def test_an_oom_request_without_its_message_is_still_an_oom_event(tmp_path, db, run_cli, sql):
+    rows = read_jsonl_gz(H200 / "serve_mixed" / "requests.jsonl.gz")
+    oom = next(r for r in rows if r.get("status") == "oom")
+    quiet = {k: v for k, v in oom.items() if k != "error"}  # the same real request, its message not logged
+    path = tmp_path / "quiet.jsonl"
+    path.write_text(json.dumps(quiet) + "\n" + json.dumps(rows[0]) + "\n")
+    assert run_cli("ingest", path, "--db", db).exit_code == 0
+    assert sql("SELECT line, origin, framework, requested_bytes, message FROM oom_events") == [
+        (1, "structured", None, oom["requested_size"], None)]
