@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import tomllib
 from dataclasses import dataclass, replace
@@ -48,13 +49,17 @@ FIELDS: tuple[Field, ...] = (
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in FIELDS)
 
+_BLANKS = re.compile(r"[\s\-]+")
+
 # Fields whose presence tells a request log from any other structured file (ts alone does not).
 REQUEST_EVIDENCE: frozenset[str] = frozenset(FIELD_NAMES) - {"ts", "instance", "status", "error", "request_id"}
 
 
+@functools.lru_cache(maxsize=1 << 12)
 def normalise_name(name: str) -> str:
-    """Column names compared loosely: case, blanks and dashes do not matter."""
-    return re.sub(r"[\s\-]+", "_", name.strip()).lower()
+    """Column names compared loosely: case, blanks and dashes do not matter. Cached: every file compares its
+    columns with every field's aliases, the same few hundred names each time."""
+    return _BLANKS.sub("_", name.strip()).lower()
 
 
 def with_mapping(mapping: dict[str, str], fields: tuple[Field, ...] = FIELDS) -> tuple[Field, ...]:
