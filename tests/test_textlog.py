@@ -6,6 +6,7 @@ import dataclasses
 import gzip
 import json
 import lzma
+import platform
 import random
 from collections.abc import Callable
 from datetime import datetime
@@ -17,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oomlab.errors import InputError
-from oomlab.parse import textscan, textsearch
+from oomlab.parse import compression, textscan, textsearch
 from oomlab.parse.oom_message import OOM_MARKERS, parse_oom_message
 from oomlab.parse.ripgrep import RIPGREP_ENV
 from oomlab.parse.textlog import REJECT_REASON, scan_text_log
@@ -373,3 +374,18 @@ def test_lines_longer_than_a_chunk(tmp_path: Path, kind: str, engine: str) -> No
     path = write_log(tmp_path, ["start", long_line, MESSAGES[1], "end"], kind)
     items = ooms(list(scan_text_log(path, chunk_size=5000)))
     assert [item.line for item in items] == [2, 3]
+
+
+def test_a_damaged_gzip_log_is_an_input_error(tmp_path: Path) -> None:
+    path = write_log(tmp_path, [MESSAGES[0]] * 2000, "gzip")
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)  # a run of zeros inside the deflate stream
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError, match="cannot read the log"):
+        list(scan_text_log(path))
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64", "aarch64", "arm64"),
+                    reason="isal is a dependency only where it ships wheels")
+def test_gzip_logs_are_read_by_isal() -> None:
+    assert compression.fast_gzip.__name__ == "isal.igzip"

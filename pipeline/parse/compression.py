@@ -13,9 +13,18 @@ from typing import BinaryIO
 
 import zstandard
 
+try:  # ISA-L's gzip reader: the same files and errors as the standard one, 2-3x faster to decompress
+    from isal import igzip as fast_gzip
+    from isal import isal_zlib
+
+    _FAST_GZIP_ERRORS: tuple[type[Exception], ...] = (fast_gzip.BadGzipFile, isal_zlib.error)
+except ImportError:  # a platform without its wheel (the dependency is only declared where wheels exist)
+    fast_gzip = gzip  # type: ignore[no-redef]
+    _FAST_GZIP_ERRORS = ()
+
 # What a damaged compressed file raises while it is read (gzip's BadGzipFile is also an OSError).
 DECOMPRESSION_ERRORS: tuple[type[Exception], ...] = (gzip.BadGzipFile, lzma.LZMAError, zlib.error,
-                                                     zstandard.ZstdError)
+                                                     zstandard.ZstdError, *_FAST_GZIP_ERRORS)
 # Everything reading a file through `open_binary` can raise that is the file's fault, not oomlab's.
 READ_ERRORS: tuple[type[Exception], ...] = (OSError, EOFError, *DECOMPRESSION_ERRORS)
 
@@ -51,7 +60,7 @@ def open_counted(path: str | Path) -> Iterator[tuple[BinaryIO, Callable[[], int]
             yield raw, raw.tell
             return
         if kind == "gzip":
-            stream: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+            stream: BinaryIO = fast_gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
         elif kind == "xz":
             stream = lzma.LZMAFile(raw)  # type: ignore[assignment]  # noqa: SIM115 - closed below
         else:
@@ -65,7 +74,7 @@ def open_binary(path: str | Path) -> BinaryIO:
     """A binary stream of the file's decompressed content."""
     kind = compression_of(path)
     if kind == "gzip":
-        return gzip.open(path, "rb")  # type: ignore[return-value]
+        return fast_gzip.open(path, "rb")  # type: ignore[return-value]
     if kind == "xz":
         return lzma.open(path, "rb")  # type: ignore[return-value]
     if kind == "zstd":
