@@ -3,7 +3,7 @@
 `rg` (the `ripgrep` wheel puts it beside Python) searches for many literals at once with SIMD and numbers
 the lines in the same pass, at grep's speed: several times faster than a search from Python, and in a
 process of its own, so the Python that parses what it finds runs beside it on the other core. Its output
-is read as it comes. Where no `rg` can be found, `textscan` searches in-process instead (same results).
+is read as it comes. Where no `rg` can be found or run, `textscan` searches in-process (same results).
 """
 
 from __future__ import annotations
@@ -83,7 +83,8 @@ class RipgrepSearch:
             raise OSError(f"ripgrep failed: {problem.splitlines()[0] if problem else _status(self.child.returncode)}")
 
     def close(self) -> None:
-        if self.child.poll() is None:  # the reader stopped early
+        """End rg (if its reader stopped early) and reap it."""
+        if self.child.poll() is None:
             self.child.kill()
         for stream in (self.child.stdout, self.child.stderr):
             if stream is not None:
