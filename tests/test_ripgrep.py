@@ -78,14 +78,19 @@ def test_an_error_of_rg_is_raised_after_its_output(tmp_path: Path) -> None:
         list(RipgrepSearch(binary, tmp_path / "no-such.log", OOM_MARKERS))
 
 
-def test_a_broken_rg_makes_the_log_an_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("script", "reason"), [
+    ("echo 'rg: something went wrong' >&2\nexit 2", "rg: something went wrong"),  # rg's own error
+    ("echo '1:0:[Omitted long matching line]'\nkill -9 $$", "killed by signal 9"),  # cut short: no partial result
+])
+def test_a_failing_rg_makes_the_log_an_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str,
+                                                   reason: str) -> None:
     fake = tmp_path / "rg"
-    fake.write_text("#!/bin/sh\necho 'rg: something went wrong' >&2\nexit 2\n")
+    fake.write_text(f"#!/bin/sh\n{script}\n")
     fake.chmod(0o755)
     monkeypatch.setenv(RIPGREP_ENV, str(fake))
     log = tmp_path / "service.log"
-    log.write_text("CUDA error: out of memory\n")
-    with pytest.raises(InputError, match="cannot read the log: ripgrep failed: rg: something went wrong"):
+    log.write_text("CUDA error: out of memory\n" * 3)
+    with pytest.raises(InputError, match=f"cannot read the log: ripgrep failed: {reason}"):
         list(scan_text_log(log))
 
 
@@ -114,17 +119,6 @@ def test_lines_rg_finds_past_the_mapped_end_are_left(tmp_path: Path, monkeypatch
     monkeypatch.setattr(textscan, "RipgrepSearch", Grown)
     (item,) = list(scan_text_log(log))
     assert isinstance(item, TextOom) and item.line == 2
-
-
-def test_an_rg_killed_midway_is_an_error_not_a_short_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = tmp_path / "rg"
-    fake.write_text("#!/bin/sh\necho '1:0:[Omitted long matching line]'\nkill -9 $$\n")
-    fake.chmod(0o755)
-    monkeypatch.setenv(RIPGREP_ENV, str(fake))
-    log = tmp_path / "service.log"
-    log.write_text("CUDA error: out of memory\n" * 3)
-    with pytest.raises(InputError, match="ripgrep failed: killed by signal 9"):
-        list(scan_text_log(log))
 
 
 def test_an_rg_that_cannot_run_here_leaves_the_search_in_process(tmp_path: Path,
