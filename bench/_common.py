@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
@@ -53,14 +57,26 @@ def best_of(runs: int, argv: list[str], before=None) -> Run:
     return min(results, key=lambda r: r.seconds)
 
 
-def generated_fleet(work: Path, requests: int, repo: Path) -> Path:
+def generated_fleet(work: Path, requests: int) -> Path:
     """`work/fleet`: the seeded sample fleet at `requests` requests, generated once and reused."""
     fleet = work / "fleet"
     if not fleet.exists():
-        gen = measure([sys.executable, str(repo / "sample_logs" / "generate.py"), "--out", str(fleet),
+        gen = measure([sys.executable, str(REPO / "sample_logs" / "generate.py"), "--out", str(fleet),
                        "--requests", str(requests)])
         print(f"generated {requests:,} requests in {gen.seconds:.1f} s")
     return fleet
+
+
+def ingested_fleet(description: str, prefix: str) -> tuple[Path, Path, Run]:
+    """The fleet benchmarks' common start: parse `--requests` and `--dir`, generate the fleet in the folder
+    (a new temporary one by default), ingest it into a new database there; (folder, database, the ingest)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--requests", type=int, default=10_000_000)
+    parser.add_argument("--dir", type=Path, default=None)
+    args = parser.parse_args()
+    work = args.dir or Path(tempfile.mkdtemp(prefix=prefix))
+    db = work / "fleet.duckdb"
+    return work, db, fresh_ingest(generated_fleet(work, args.requests), db)
 
 
 def fresh_ingest(fleet: Path, db: Path) -> Run:

@@ -9,23 +9,11 @@ of the findings run (target < 6 GB).
 
 from __future__ import annotations
 
-import argparse
-import tempfile
-from pathlib import Path
-
-from _common import fresh_ingest, generated_fleet, measure, oomlab_argv
-
-REPO = Path(__file__).resolve().parent.parent
+from _common import ingested_fleet, measure, oomlab_argv
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=10_000_000)
-    parser.add_argument("--dir", type=Path, default=None)
-    args = parser.parse_args()
-    work = args.dir or Path(tempfile.mkdtemp(prefix="oomlab-findings-"))
-    fleet, db = generated_fleet(work, args.requests, REPO), work / "fleet.duckdb"
-    ingest = fresh_ingest(fleet, db)
+    work, db, ingest = ingested_fleet(__doc__.splitlines()[0], "oomlab-findings-")
     found = measure(oomlab_argv("findings", "--db", str(db), "--json", str(work / "findings.json")))
     print(f"oomlab ingest:   {ingest.seconds:.1f} s, peak {ingest.peak_mib / 1024:.2f} GB")
     print(f"oomlab findings: {found.seconds:.1f} s, peak {found.peak_mib / 1024:.2f} GB  (target < 6 GB)")

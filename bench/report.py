@@ -9,25 +9,14 @@ size (target <= 5 MB) and the report's peak memory.
 
 from __future__ import annotations
 
-import argparse
-import tempfile
-from pathlib import Path
-
 import duckdb
 
-from _common import fresh_ingest, generated_fleet, measure, oomlab_argv
-
-REPO = Path(__file__).resolve().parent.parent
+from _common import ingested_fleet, measure, oomlab_argv
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=10_000_000)
-    parser.add_argument("--dir", type=Path, default=None)
-    args = parser.parse_args()
-    work = args.dir or Path(tempfile.mkdtemp(prefix="oomlab-report-"))
-    fleet, db, page = generated_fleet(work, args.requests, REPO), work / "fleet.duckdb", work / "weekly.html"
-    ingest = fresh_ingest(fleet, db)
+    work, db, ingest = ingested_fleet(__doc__.splitlines()[0], "oomlab-report-")
+    page = work / "weekly.html"
     requests = duckdb.connect(str(db), read_only=True).execute("SELECT count(*) FROM requests").fetchall()[0][0]
     report = measure(oomlab_argv("report", "weekly", "--db", str(db), "-o", str(page),
                                  "--json", str(work / "weekly.json")))

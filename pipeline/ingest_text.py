@@ -13,11 +13,11 @@ from .config import IngestOptions
 from .ingest_telemetry import insert_engine_memory, startup_scanner
 from .parse.telemetry_vllm import FINDER as STARTUP_FINDER
 from .parse.textlog import scan_text_log
-from .parse.textscan import Window
 from .records import Reject, TextOom
 
 if TYPE_CHECKING:
     from .ingest import ReadPosition
+    from .parse.textscan import Window
 
 
 def ingest_text_log(con: duckdb.DuckDBPyConnection, path: Path, source_id: int, options: IngestOptions,

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .compression import compression_of, open_binary
 
@@ -53,23 +54,30 @@ def _each_piece(path: str | Path, consume: Callable[[memoryview | bytes], object
                     mapped.madvise(mmap.MADV_DONTNEED, start, min(_CHUNK, len(mapped) - start))
 
 
+def count_newlines(buf: Any, start: int, end: int) -> int:
+    """The number of b"\\n" in buf[start:end] of any buffer (numpy compares and counts at memory speed;
+    bytes.count does not)."""
+    import numpy as np  # here: request logs that are not counted never load numpy
+
+    total = 0
+    for piece in range(start, end, _COUNT_PIECE):
+        upto = min(piece + _COUNT_PIECE, end)
+        total += int(np.count_nonzero(np.frombuffer(buf, np.uint8, count=upto - piece, offset=piece) == 10))
+    return total
+
+
 class _LineCounter:
     """Counts lines across chunks; a last line without its newline counts too."""
 
     def __init__(self) -> None:
-        import numpy as np  # here: request logs that are not counted never load numpy
-
-        self._np = np
         self.lines = 0
         self._last = 10  # b"\n"
 
     def feed(self, chunk: memoryview | bytes) -> None:
-        """Count the newlines of one chunk (numpy's compare and count run at memory speed; bytes.count does not)."""
-        data = self._np.frombuffer(chunk, self._np.uint8)
-        for start in range(0, len(data), _COUNT_PIECE):
-            self.lines += int(self._np.count_nonzero(data[start : start + _COUNT_PIECE] == 10))
-        if len(data):
-            self._last = int(data[-1])
+        """Count the newlines of one chunk."""
+        self.lines += count_newlines(chunk, 0, len(chunk))
+        if len(chunk):
+            self._last = chunk[-1]
 
     def finish(self) -> None:
         if self._last != 10:

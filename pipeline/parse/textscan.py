@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .compression import compression_of, open_counted
+from .facts import count_newlines
 from .ripgrep import RipgrepSearch, ripgrep_binary
 
 if TYPE_CHECKING:
@@ -31,7 +32,6 @@ SEGMENT_BYTES = 32 << 20
 SMALL_BYTES = 1 << 20  # below this, bytes.find per marker beats building a polars frame
 LOOKAHEAD_BYTES = 64 << 10  # a compressed buffer always holds this much after its scan region
 BEHIND_LINES = 4  # and this many lines before it, for messages that start before their marker
-_COUNT_PIECE = 1 << 20  # count newlines in pieces that stay in the CPU cache
 _MAX_SEGMENT = 1 << 30  # arrow views address a segment with 32-bit offsets
 _MAX_LINE = 64 << 20  # a compressed log's line longer than this is searched in pieces
 
@@ -42,17 +42,6 @@ Mark = tuple[int, int]  # a line that holds a marker: its start in the window's 
 def _rust_escape(marker: bytes) -> str:
     """`marker` as a literal in Rust regex syntax."""
     return re.sub(r"([\\.+*?()|\[\]{}^$#&\-~])", r"\\\1", marker.decode("ascii"))
-
-
-def count_newlines(buf: Buffer, start: int, end: int) -> int:
-    """The number of b"\\n" in buf[start:end] (numpy compares and counts at memory speed; bytes.count does not)."""
-    import numpy as np
-
-    total = 0
-    for piece in range(start, end, _COUNT_PIECE):
-        upto = min(piece + _COUNT_PIECE, end)
-        total += int(np.count_nonzero(np.frombuffer(buf, np.uint8, count=upto - piece, offset=piece) == 10))
-    return total
 
 
 class MarkerFinder:
@@ -146,17 +135,23 @@ def _mapped_windows(path: Path, segment: int) -> Iterator[Window]:
 
     `iter_windows` unmaps the pages of segments already dealt with (see `_release`).
     """
-    with open(path, "rb") as handle:
-        size = handle.seek(0, 2)
-        if size == 0:
-            return
-        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    lo = 0
+    mapped = _map(path)
+    if mapped is None:
+        return
+    lo, size = 0, len(mapped)
     while lo < size:
         end = mapped.find(b"\n", min(lo + segment, size), min(lo + _MAX_SEGMENT, size))
         hi = size if end < 0 else end + 1
         yield Window(mapped, 0, lo, hi, progress=hi / size)
         lo = hi
+
+
+def _map(path: Path) -> mmap.mmap | None:
+    """The file memory-mapped for reading; None when it is empty (an empty file cannot be mapped)."""
+    with open(path, "rb") as handle:
+        if handle.seek(0, 2) == 0:
+            return None
+        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def _release(buf: Buffer, upto: int) -> None:
@@ -285,10 +280,9 @@ class _Readers:
 def _ripgrep_windows(path: Path, readers: _Readers, binary: str) -> Iterator[Window] | None:
     """The windows of a plain file whose marks rg finds; None when this rg cannot run here (another platform's
     binary): the log is then searched in-process."""
-    with open(path, "rb") as handle:
-        if handle.seek(0, 2) == 0:
-            return iter(())
-        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    mapped = _map(path)
+    if mapped is None:
+        return iter(())
     try:
         search = RipgrepSearch(binary, path, readers.union.needed)
     except OSError:
