@@ -27,8 +27,9 @@ class Run:
 def measure(argv: list[str], env: dict[str, str] | None = None) -> Run:
     """Run argv to completion; peak RSS comes from the kernel's accounting of that child alone."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, **(env or {})})
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})}
+    )
     output = proc.stdout.read() if proc.stdout else ""
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
@@ -61,8 +62,16 @@ def generated_fleet(work: Path, requests: int) -> Path:
     """`work/fleet`: the seeded sample fleet at `requests` requests, generated once and reused."""
     fleet = work / "fleet"
     if not fleet.exists():
-        gen = measure([sys.executable, str(REPO / "sample_logs" / "generate.py"), "--out", str(fleet),
-                       "--requests", str(requests)])
+        gen = measure(
+            [
+                sys.executable,
+                str(REPO / "sample_logs" / "generate.py"),
+                "--out",
+                str(fleet),
+                "--requests",
+                str(requests),
+            ]
+        )
         print(f"generated {requests:,} requests in {gen.seconds:.1f} s")
     return fleet
 

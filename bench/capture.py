@@ -36,6 +36,7 @@ def context_manager(memory: FakeMemory | None) -> Callable[[int, Path], None]:
             for i in range(n):
                 with cap.request(i, batch_size=8, input_sequence_length=i, output_sequence_length=16):
                     handler(8, i, 16)
+
     return run
 
 
@@ -64,13 +65,17 @@ def main() -> None:
     args = parser.parse_args()
     base = best_us(bare, args.requests, args.runs)
     print(f"bare call                          {base:8.3f} us/request")
-    for name, run in (("context manager, fake allocator", context_manager(FakeMemory())),
-                      ("decorator, fake allocator", decorator),
-                      ("context manager, no CUDA", context_manager(None))):
+    for name, run in (
+        ("context manager, fake allocator", context_manager(FakeMemory())),
+        ("decorator, fake allocator", decorator),
+        ("context manager, no CUDA", context_manager(None)),
+    ):
         us = best_us(run, args.requests, args.runs)
         overhead = us - base
-        print(f"{name:34} {us:8.3f} us/request  overhead {overhead:7.3f} us  "
-              f"ratio to bare {us / base:6.1f}x  overhead/target {overhead / TARGET_US:5.3f}")
+        print(
+            f"{name:34} {us:8.3f} us/request  overhead {overhead:7.3f} us  "
+            f"ratio to bare {us / base:6.1f}x  overhead/target {overhead / TARGET_US:5.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -41,7 +41,8 @@ def generate(path: Path, lines: int, seed: int = 7) -> None:
             row["request_id"] = f"req-{i:08d}"
             row["instance"] = f"gpu-{rng.randrange(16):02d}"
             row["ts"] = (start + timedelta(milliseconds=i * 600 + rng.randrange(600))).isoformat(
-                timespec="milliseconds") + "Z"
+                timespec="milliseconds"
+            ) + "Z"
             if "input_sequence_length" in row:
                 row["input_sequence_length"] = rng.randint(16, 8192)
             out.write(json.dumps(row) + "\n")
@@ -64,9 +65,14 @@ def main() -> None:
             for f in (db, db.with_name(db.name + ".wal")):
                 f.unlink(missing_ok=True)
 
-    raw = best_of(args.runs, python_argv(
-        f"import duckdb; duckdb.connect({str(db_raw)!r}).execute("
-        f"\"CREATE TABLE t AS SELECT * FROM read_json({str(log)!r})\")"), fresh)
+    raw = best_of(
+        args.runs,
+        python_argv(
+            f"import duckdb; duckdb.connect({str(db_raw)!r}).execute("
+            f'"CREATE TABLE t AS SELECT * FROM read_json({str(log)!r})")'
+        ),
+        fresh,
+    )
     ours = best_of(args.runs, oomlab_argv("ingest", str(log), "--db", str(db_oomlab), "--quiet"), fresh)
     print(f"input: {log} ({log.stat().st_size / 2**20:.0f} MiB, {args.lines:,} lines)")
     print(f"duckdb read_json CTAS: {raw.seconds:.2f} s, peak {raw.peak_mib:.0f} MiB")

@@ -29,15 +29,10 @@ DEFAULT_SNAPSHOT = "/work/shared/fixtures/h200/big_trace/snapshot_end.pickle.xz"
 # Child programs, one per measurement; each gets the snapshot path as argv[1].
 CHILDREN = {
     "pickle.load": "import pickle, sys\nwith open(sys.argv[1], 'rb') as f: pickle.load(f)",
-    "pickle.load (gc off)": (
-        "import gc, pickle, sys\ngc.disable()\nwith open(sys.argv[1], 'rb') as f: pickle.load(f)"
-    ),
-    "read_snapshot": (
-        "import sys\nfrom oomlab.parse.snapshot import read_snapshot\nread_snapshot(sys.argv[1])"
-    ),
+    "pickle.load (gc off)": ("import gc, pickle, sys\ngc.disable()\nwith open(sys.argv[1], 'rb') as f: pickle.load(f)"),
+    "read_snapshot": ("import sys\nfrom oomlab.parse.snapshot import read_snapshot\nread_snapshot(sys.argv[1])"),
     "inspect_snapshot": (
-        "import sys\nfrom oomlab.analyses.snapshot_inspect import inspect_snapshot\n"
-        "inspect_snapshot(sys.argv[1])"
+        "import sys\nfrom oomlab.analyses.snapshot_inspect import inspect_snapshot\ninspect_snapshot(sys.argv[1])"
     ),
 }
 SCALE_CHILD = """
@@ -122,9 +117,7 @@ def run_cli_ingest(snapshot: Path, folder: Path, repeat: int) -> tuple[float, in
     """`oomlab ingest FILE --db TMP --quiet`, or None (with a message) where the CLI cannot ingest it yet."""
     exe = shutil.which("oomlab") or str(Path(sys.executable).parent / "oomlab")
     db = folder / "bench.duckdb"
-    probe = subprocess.run(
-        [exe, "ingest", str(snapshot), "--db", str(db), "--quiet"], capture_output=True, text=True
-    )
+    probe = subprocess.run([exe, "ingest", str(snapshot), "--db", str(db), "--quiet"], capture_output=True, text=True)
     if probe.returncode != 0:
         message = (probe.stderr or probe.stdout).strip().splitlines()
         print(f"{'oomlab ingest':28s} skipped: {message[-1] if message else 'exit ' + str(probe.returncode)}")
@@ -141,9 +134,7 @@ def torch_memory_viz(snapshot: Path, repeat: int) -> None:
     if subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode != 0:
         print(f"{'torch _memory_viz stats':28s} skipped: torch is not installed")
         return
-    wall, rss, status = median_of(
-        [sys.executable, "-m", "torch.cuda._memory_viz", "stats", str(snapshot)], repeat
-    )
+    wall, rss, status = median_of([sys.executable, "-m", "torch.cuda._memory_viz", "stats", str(snapshot)], repeat)
     print(f"{'torch _memory_viz stats':28s} {wall:7.2f} s  {rss / 1e9:6.2f} GB   (exit {status})")
 
 
@@ -180,8 +171,7 @@ def main() -> None:
             f"median of {args.repeat} run(s), python {sys.version.split()[0]}, {os.cpu_count()} CPUs\n"
         )
         runs = {
-            name: median_of([sys.executable, "-c", code, str(snapshot)], args.repeat)
-            for name, code in CHILDREN.items()
+            name: median_of([sys.executable, "-c", code, str(snapshot)], args.repeat) for name, code in CHILDREN.items()
         }
         base = runs["pickle.load"]
         report("pickle.load", base, base, "(baseline)")

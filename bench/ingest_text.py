@@ -42,7 +42,9 @@ _BODIES = (
     "tokenizer warmup done; vocab=32000 max_model_len={ms}",
 )
 _OOM_PREFIXES = (
-    "ERROR [{inst}] torch.OutOfMemoryError: ", "ERROR [{inst}] [rank0]: ", "ERROR [{inst}] request failed: ",
+    "ERROR [{inst}] torch.OutOfMemoryError: ",
+    "ERROR [{inst}] [rank0]: ",
+    "ERROR [{inst}] request failed: ",
 )
 
 
@@ -59,8 +61,9 @@ def body_pool(rng: random.Random, size: int = 4000) -> list[str]:
     """Pre-rendered ordinary log line bodies (level, logger, text), so generation stays fast."""
     pool = []
     for _ in range(size):
-        body = rng.choice(_BODIES).format(rid=f"req-{rng.randrange(10**8):08d}", ms=rng.randrange(10, 9999),
-                                          a=rng.randrange(100), b=rng.randrange(64))
+        body = rng.choice(_BODIES).format(
+            rid=f"req-{rng.randrange(10**8):08d}", ms=rng.randrange(10, 9999), a=rng.randrange(100), b=rng.randrange(64)
+        )
         pool.append(f"{rng.choice(_LEVELS)} [{rng.choice(_LOGGERS)}] {body}")
     return pool
 
@@ -104,8 +107,7 @@ def timed(command: list[str], *, keep_output: bool = True) -> Run:
     """Run `command`; wait4 reports that child's own peak RSS (raises if the command fails)."""
     with tempfile.TemporaryFile() as errors:
         start = time.perf_counter()
-        child = subprocess.Popen(command, stdout=subprocess.PIPE if keep_output else subprocess.DEVNULL,
-                                 stderr=errors)
+        child = subprocess.Popen(command, stdout=subprocess.PIPE if keep_output else subprocess.DEVNULL, stderr=errors)
         out = child.stdout.read().decode() if child.stdout else ""
         _, status, usage = os.wait4(child.pid, 0)
         seconds = time.perf_counter() - start
@@ -126,8 +128,12 @@ def cli_works(log: Path, workdir: Path) -> bool:
     probe = workdir / "probe.log"
     with log.open(encoding="utf-8") as handle:
         probe.write_text(handle.read(4096).rsplit("\n", 1)[0] + "\n", encoding="utf-8")
-    done = subprocess.run([exe, "ingest", str(probe), "--db", str(workdir / "probe.duckdb"), "--quiet"],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [exe, "ingest", str(probe), "--db", str(workdir / "probe.duckdb"), "--quiet"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return done.returncode == 0
 
 
@@ -197,18 +203,24 @@ def bench(workdir: Path, size_mb: int, seed: int, runs: int = 3) -> int:
     log = workdir / "service.log"
     start = time.perf_counter()
     planted = generate(log, size_mb, seed)
-    print(f"generated {log.stat().st_size / 2**20:.0f} MiB, {planted} OOM messages planted "
-          f"({time.perf_counter() - start:.1f} s)")
+    print(
+        f"generated {log.stat().st_size / 2**20:.0f} MiB, {planted} OOM messages planted "
+        f"({time.perf_counter() - start:.1f} s)"
+    )
     timed(["cat", str(log)], keep_output=False)  # warm the page cache: both sides read from memory
     grep = min((timed(["grep", "-c", "out of memory", str(log)]) for _ in range(3)), key=lambda r: r.seconds)
     print(f"grep -c 'out of memory': {grep.seconds:.3f} s (count {grep.stdout.strip()})")
     floor = timed([sys.executable, "-c", _HASH, str(log)])
-    print(f"sha256 of the file alone (sources.sha256, which ingest must compute): {floor.seconds:.3f} s wall, "
-          f"ratio {floor.seconds / grep.seconds:.2f}: the floor of any ingest on this machine")
+    print(
+        f"sha256 of the file alone (sources.sha256, which ingest must compute): {floor.seconds:.3f} s wall, "
+        f"ratio {floor.seconds / grep.seconds:.2f}: the floor of any ingest on this machine"
+    )
     scan, found, import_s, inner_s = run_scan(log)
-    print(f"list(scan_text_log(FILE)): {scan.seconds:.3f} s wall ({import_s:.3f} s imports + {inner_s:.3f} s "
-          f"scan), OOMs found {found}, ratio {scan.seconds / grep.seconds:.2f}, "
-          f"peak RSS {scan.peak_rss_mib:.0f} MiB")
+    print(
+        f"list(scan_text_log(FILE)): {scan.seconds:.3f} s wall ({import_s:.3f} s imports + {inner_s:.3f} s "
+        f"scan), OOMs found {found}, ratio {scan.seconds / grep.seconds:.2f}, "
+        f"peak RSS {scan.peak_rss_mib:.0f} MiB"
+    )
     if cli_works(log, workdir):
         label = "oomlab ingest FILE --db TMP.duckdb --quiet"
         oomlab, seconds, loaded = run_cli(log, workdir, runs)
@@ -216,8 +228,10 @@ def bench(workdir: Path, size_mb: int, seed: int, runs: int = 3) -> int:
         label = "list(scan_text_log(FILE)); the oomlab CLI is not available"
         oomlab, seconds, loaded = scan, [scan.seconds], found
     ratio = oomlab.seconds / grep.seconds
-    print(f"oomlab [{label}]: {oomlab.seconds:.3f} s (best of {', '.join(f'{s:.3f}' for s in seconds)}), "
-          f"OOMs found {loaded if loaded is not None else 'n/a'}")
+    print(
+        f"oomlab [{label}]: {oomlab.seconds:.3f} s (best of {', '.join(f'{s:.3f}' for s in seconds)}), "
+        f"OOMs found {loaded if loaded is not None else 'n/a'}"
+    )
     print(f"ratio = oomlab / grep = {ratio:.2f} (target <= {TARGET_RATIO:g})")
     print(f"peak RSS of the oomlab side: {oomlab.peak_rss_mib:.0f} MiB")
     print(f"(a million-step Python loop took {python_speed():.0f} ms: higher means slower Python now)")

@@ -18,8 +18,9 @@ def main() -> None:
     work, db, ingest = ingested_fleet(__doc__.splitlines()[0], "oomlab-report-")
     page = work / "weekly.html"
     requests = duckdb.connect(str(db), read_only=True).execute("SELECT count(*) FROM requests").fetchall()[0][0]
-    report = measure(oomlab_argv("report", "weekly", "--db", str(db), "-o", str(page),
-                                 "--json", str(work / "weekly.json")))
+    report = measure(
+        oomlab_argv("report", "weekly", "--db", str(db), "-o", str(page), "--json", str(work / "weekly.json"))
+    )
     print(f"requests in the database: {requests:,}")
     print(f"oomlab ingest:        {ingest.seconds:.1f} s, peak {ingest.peak_mib / 1024:.2f} GB")
     print(f"oomlab report weekly: {report.seconds:.1f} s, peak {report.peak_mib / 1024:.2f} GB")

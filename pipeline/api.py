@@ -22,8 +22,13 @@ if TYPE_CHECKING:
     from .analyses.estimate import MeasuredPeak, ModelShape
 
 
-def ingest(db_path: str | Path, paths: list[str], options: IngestOptions,
-           progress: Progress | None = None, ahead: Ahead | None = None) -> IngestReport:
+def ingest(
+    db_path: str | Path,
+    paths: list[str],
+    options: IngestOptions,
+    progress: Progress | None = None,
+    ahead: Ahead | None = None,
+) -> IngestReport:
     """Ingest files and directories into the database at `db_path`; `ahead`: the first file's facts, when the
     caller started them before loading this module (`ingest_ahead.start_first`)."""
     with connect(db_path) as con:
@@ -70,8 +75,9 @@ def weekly_report(db_path: str | Path, since: datetime | None = None, until: dat
         return build(con, since, until)
 
 
-def incident_report(db_path: str | Path, event_id: int | None = None, instance: str | None = None,
-                    at: datetime | None = None) -> Report:
+def incident_report(
+    db_path: str | Path, event_id: int | None = None, instance: str | None = None, at: datetime | None = None
+) -> Report:
     """The incident page of one OOM: by event id, or the OOM of `instance` nearest to `at`."""
     from .report.incident import incident_report as build
 
@@ -112,8 +118,9 @@ def demo(out_dir: str | Path | None = None, progress: Progress | None = None) ->
         event = most_important_oom(con, weekly.doc["findings"], window.since, window.until)
         recorded = oom_with_snapshot(con)
         for oom in dict.fromkeys(e for e in (event, recorded) if e is not None):
-            written += build_incident(con, event_id=oom).write(out / f"incident-{oom}.html",
-                                                               out / f"incident-{oom}.json")
+            written += build_incident(con, event_id=oom).write(
+                out / f"incident-{oom}.html", out / f"incident-{oom}.json"
+            )
     return DemoResult(db_path, written, weekly.doc["findings"], report)
 
 

@@ -18,7 +18,6 @@ from .errors import OomlabError
 # instead of loading DuckDB, polars and pyarrow first.
 
 
-
 class OomlabGroup(click.Group):
     """The one place that turns oomlab's errors into one-line messages (exit 1); --debug re-raises."""
 
@@ -60,16 +59,30 @@ def _parse_tags(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--mapping", type=click.Path(exists=True, dir_okay=False), help="TOML file of field mappings.")
 @click.option("--tz", help="Time zone of timestamps without one (default UTC), e.g. Europe/Berlin.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def ingest(paths: tuple[str, ...], db_path: str, instance: str | None, model_version: str | None,
-           tags: tuple[str, ...], maps: tuple[str, ...], mapping: str | None, tz: str | None, quiet: bool) -> None:
+def ingest(
+    paths: tuple[str, ...],
+    db_path: str,
+    instance: str | None,
+    model_version: str | None,
+    tags: tuple[str, ...],
+    maps: tuple[str, ...],
+    mapping: str | None,
+    tz: str | None,
+    quiet: bool,
+) -> None:
     """Ingest request logs, text logs with OOM messages and snapshots into the database."""
     from .config import IngestOptions
     from .fields import parse_map_options, read_mapping_file, with_mapping
     from .ingest_ahead import start_first
 
     fields_map = {**(read_mapping_file(mapping) if mapping else {}), **parse_map_options(maps)}
-    options = IngestOptions(instance=instance, model_version=model_version, tags=_parse_tags(tags),
-                            tz=_check_tz(tz), fields=with_mapping(fields_map))
+    options = IngestOptions(
+        instance=instance,
+        model_version=model_version,
+        tags=_parse_tags(tags),
+        tz=_check_tz(tz),
+        fields=with_mapping(fields_map),
+    )
     ahead = start_first(list(paths), options.fields)  # the first file's hash runs while DuckDB loads
 
     from . import api

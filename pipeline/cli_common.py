@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import click
 
-DB_OPTION = click.option("--db", "db_path", default="oomlab.duckdb", show_default=True, envvar="OOMLAB_DB",
-                         type=click.Path(dir_okay=False), help="DuckDB file (env OOMLAB_DB).")
+DB_OPTION = click.option(
+    "--db",
+    "db_path",
+    default="oomlab.duckdb",
+    show_default=True,
+    envvar="OOMLAB_DB",
+    type=click.Path(dir_okay=False),
+    help="DuckDB file (env OOMLAB_DB).",
+)
 
 
 def size_option(value: str | None) -> int | None:

@@ -48,8 +48,13 @@ def _count(name: str, help_text: str) -> Callable[[Any], Any]:
 
 
 @click.command()
-@click.option("--model", "model_path", type=click.Path(dir_okay=False), metavar="CONFIG.JSON",
-              help="A Hugging Face config.json: shape, dtype and parameter count come from it.")
+@click.option(
+    "--model",
+    "model_path",
+    type=click.Path(dir_okay=False),
+    metavar="CONFIG.JSON",
+    help="A Hugging Face config.json: shape, dtype and parameter count come from it.",
+)
 @click.option("--params", callback=_params, help="Parameter count, e.g. 7B or 500M (default: counted from --model).")
 @click.option("--dtype", type=click.Choice(DTYPES), help="Weights' dtype (default: the config's).")
 @_count("--layers", "Decoder layers.")
@@ -68,9 +73,22 @@ def _count(name: str, help_text: str) -> Callable[[Any], Any]:
 @click.option("--model-version", help="Set the estimate beside this version's measured peaks (reads --db).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
 @click.pass_context
-def estimate(ctx: click.Context, model_path: str | None, params: int | None, dtype: str | None, batch: int,
-             input_len: int, output_len: int, kv_dtype: str | None, gpu: Card | None, context: str | None,
-             db_path: str, model_version: str | None, as_json: bool, **shape: int | None) -> None:
+def estimate(
+    ctx: click.Context,
+    model_path: str | None,
+    params: int | None,
+    dtype: str | None,
+    batch: int,
+    input_len: int,
+    output_len: int,
+    kv_dtype: str | None,
+    gpu: Card | None,
+    context: str | None,
+    db_path: str,
+    model_version: str | None,
+    as_json: bool,
+    **shape: int | None,
+) -> None:
     """Estimate the GPU memory a model needs: weights, KV cache, activations, context, the card that fits."""
     from . import api
     from .analyses import estimate as lib
@@ -90,8 +108,7 @@ def estimate(ctx: click.Context, model_path: str | None, params: int | None, dty
         print_estimate(model, work, result, measured)
 
 
-def _shape(model_path: str | None, params: int | None, dtype: str | None,
-           shape: dict[str, int | None]) -> ModelShape:
+def _shape(model_path: str | None, params: int | None, dtype: str | None, shape: dict[str, int | None]) -> ModelShape:
     """The model's shape from --model, or from --params and the shape options."""
     from .analyses import estimate as lib
 
@@ -100,13 +117,26 @@ def _shape(model_path: str | None, params: int | None, dtype: str | None,
         if given:
             raise click.UsageError(f"{', '.join(given)} come from --model's config: give one or the other")
         return lib.shape_from_config(model_path, dtype, params)
-    required = {"--params": params, "--dtype": dtype, "--layers": shape["layers"], "--kv-heads": shape["kv_heads"],
-                "--head-dim": shape["head_dim"]}
+    required = {
+        "--params": params,
+        "--dtype": dtype,
+        "--layers": shape["layers"],
+        "--kv-heads": shape["kv_heads"],
+        "--head-dim": shape["head_dim"],
+    }
     missing = [flag for flag, value in required.items() if value is None]
     if missing:
         raise click.UsageError(f"give --model CONFIG.JSON, or the shape: missing {', '.join(missing)}")
-    return lib.shape_from_params(params, dtype, shape["layers"], shape["kv_heads"], shape["head_dim"],  # type: ignore[arg-type]
-                                 hidden=shape["hidden"], intermediate=shape["intermediate"], vocab=shape["vocab"])
+    return lib.shape_from_params(
+        params,
+        dtype,
+        shape["layers"],
+        shape["kv_heads"],
+        shape["head_dim"],  # type: ignore[arg-type]
+        hidden=shape["hidden"],
+        intermediate=shape["intermediate"],
+        vocab=shape["vocab"],
+    )
 
 
 @click.group()
@@ -115,8 +145,14 @@ def alerts() -> None:
 
 
 @alerts.command("export")
-@click.option("--format", "fmt", type=click.Choice(["prometheus"]), default="prometheus", show_default=True,
-              help="Rule file format.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["prometheus"]),
+    default="prometheus",
+    show_default=True,
+    help="Rule file format.",
+)
 @DB_OPTION
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the rules to this file (default stdout).")
 @click.pass_context

@@ -8,10 +8,18 @@ import click
 
 from .cli_common import DB_OPTION
 
-OUT_OPTION = click.option("-o", "--output", "html_path", required=True, metavar="FILE.html",
-                          type=click.Path(dir_okay=False), help="Where to write the HTML page.")
-JSON_OPTION = click.option("--json", "json_path", metavar="FILE", type=click.Path(dir_okay=False),
-                           help="Also write the report's data as JSON.")
+OUT_OPTION = click.option(
+    "-o",
+    "--output",
+    "html_path",
+    required=True,
+    metavar="FILE.html",
+    type=click.Path(dir_okay=False),
+    help="Where to write the HTML page.",
+)
+JSON_OPTION = click.option(
+    "--json", "json_path", metavar="FILE", type=click.Path(dir_okay=False), help="Also write the report's data as JSON."
+)
 
 
 @click.group()
@@ -25,8 +33,9 @@ def report() -> None:
 @click.option("--until", type=click.DateTime(), help="End of the week (UTC; default: midnight after the last event).")
 @OUT_OPTION
 @JSON_OPTION
-def report_weekly(db_path: str, since: datetime | None, until: datetime | None, html_path: str,
-                  json_path: str | None) -> None:
+def report_weekly(
+    db_path: str, since: datetime | None, until: datetime | None, html_path: str, json_path: str | None
+) -> None:
     """The weekly review: headline changes, ranked findings with actions, and the charts behind them."""
     from . import api
     from .output_report import print_written
@@ -41,8 +50,9 @@ def report_weekly(db_path: str, since: datetime | None, until: datetime | None, 
 @click.option("--at", type=click.DateTime(), help="About when (UTC); the nearest OOM of --instance is chosen.")
 @OUT_OPTION
 @JSON_OPTION
-def report_incident(db_path: str, event_id: int | None, instance: str | None, at: datetime | None,
-                    html_path: str, json_path: str | None) -> None:
+def report_incident(
+    db_path: str, event_id: int | None, instance: str | None, at: datetime | None, html_path: str, json_path: str | None
+) -> None:
     """One OOM explained: the message decoded, its cause and evidence, the hours around it, the snapshot."""
     from . import api
     from .output_report import print_written
@@ -55,8 +65,12 @@ def report_incident(db_path: str, event_id: int | None, instance: str | None, at
 
 
 @click.command()
-@click.option("--out", "out_dir", type=click.Path(file_okay=False),
-              help="Folder for the database and reports (default: a new oomlab-demo-N folder here).")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    help="Folder for the database and reports (default: a new oomlab-demo-N folder here).",
+)
 @click.option("--open", "open_browser", is_flag=True, help="Open the weekly report in a browser.")
 def demo(out_dir: str | None, open_browser: bool) -> None:
     """Ingest the bundled sample data and render its weekly report and the most important incident."""

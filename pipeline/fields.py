@@ -30,10 +30,16 @@ FIELDS: tuple[Field, ...] = (
     Field("error", "text", ("error_message", "exception", "err")),
     Field("latency_ms", "float", ("latency", "duration_ms", "elapsed_ms")),
     Field("batch_size", "int", ("batch", "bs", "num_seqs")),
-    Field("input_sequence_length", "int",
-          ("input_len", "input_length", "prompt_len", "prompt_length", "prompt_tokens", "input_tokens")),
-    Field("output_sequence_length", "int",
-          ("output_len", "output_length", "max_new_tokens", "output_tokens", "completion_tokens")),
+    Field(
+        "input_sequence_length",
+        "int",
+        ("input_len", "input_length", "prompt_len", "prompt_length", "prompt_tokens", "input_tokens"),
+    ),
+    Field(
+        "output_sequence_length",
+        "int",
+        ("output_len", "output_length", "max_new_tokens", "output_tokens", "completion_tokens"),
+    ),
     Field("requested_size", "bytes", ("requested_bytes", "alloc_size", "requested")),
     Field("available_memory", "bytes", ("free_memory", "device_free", "free_bytes", "available_bytes")),
     Field("allocator_allocated", "bytes", ("memory_allocated", "allocated", "allocated_bytes")),
@@ -42,8 +48,9 @@ FIELDS: tuple[Field, ...] = (
     Field("allocated_after", "bytes", ("memory_allocated_after",)),
     Field("reserved_before", "bytes", ("memory_reserved_before",)),
     Field("reserved_after", "bytes", ("memory_reserved_after",)),
-    Field("peak_allocated", "bytes",
-          ("allocated_peak", "max_allocated", "max_memory_allocated", "peak_memory", "peak")),
+    Field(
+        "peak_allocated", "bytes", ("allocated_peak", "max_allocated", "max_memory_allocated", "peak_memory", "peak")
+    ),
     Field("device_total", "bytes", ("total_memory", "device_memory", "gpu_memory_total", "memory_total")),
 )
 
@@ -70,9 +77,7 @@ def with_mapping(mapping: dict[str, str], fields: tuple[Field, ...] = FIELDS) ->
             f"unknown field {unknown[0]!r} in mapping",
             hint=f"map one of: {', '.join(FIELD_NAMES)}",
         )
-    return tuple(
-        replace(f, aliases=(mapping[f.name], *f.aliases)) if f.name in mapping else f for f in fields
-    )
+    return tuple(replace(f, aliases=(mapping[f.name], *f.aliases)) if f.name in mapping else f for f in fields)
 
 
 def parse_map_options(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -107,8 +112,11 @@ def resolve_columns(available: list[str], fields: tuple[Field, ...] = FIELDS) ->
     taken: set[str] = set()
     resolved: dict[str, list[str]] = {}
     for field in fields:
-        columns = [by_loose[n] for n in dict.fromkeys(normalise_name(a) for a in (field.name, *field.aliases))
-                   if n in by_loose and by_loose[n] not in taken]
+        columns = [
+            by_loose[n]
+            for n in dict.fromkeys(normalise_name(a) for a in (field.name, *field.aliases))
+            if n in by_loose and by_loose[n] not in taken
+        ]
         if columns:
             resolved[field.name] = columns
             taken.update(columns)

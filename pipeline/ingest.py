@@ -90,8 +90,13 @@ class ReadPosition:
         self.fraction = 0.0
 
 
-def ingest_paths(con: duckdb.DuckDBPyConnection, paths: list[str], options: IngestOptions,
-                 progress: Progress | None = None, ahead: Ahead | None = None) -> IngestReport:
+def ingest_paths(
+    con: duckdb.DuckDBPyConnection,
+    paths: list[str],
+    options: IngestOptions,
+    progress: Progress | None = None,
+    ahead: Ahead | None = None,
+) -> IngestReport:
     """Ingest files and directories into the open database; one failure never stops the others. `ahead`
     holds facts of a file started before (`ingest_ahead.start_first`)."""
     report = IngestReport()
@@ -114,8 +119,9 @@ def ingest_paths(con: duckdb.DuckDBPyConnection, paths: list[str], options: Inge
 
 
 @contextmanager
-def _polling(con: duckdb.DuckDBPyConnection, progress: Progress, position: ReadPosition,
-             every: float = 0.25) -> Iterator[None]:
+def _polling(
+    con: duckdb.DuckDBPyConnection, progress: Progress, position: ReadPosition, every: float = 0.25
+) -> Iterator[None]:
     """Report progress from a thread: DuckDB's on its running statement (query_progress is thread-safe, and
     -1 when none runs), or how far the loader has read the file itself."""
     done = threading.Event()
@@ -142,8 +148,13 @@ def _size(path: str) -> int:
         return 0
 
 
-def ingest_file(con: duckdb.DuckDBPyConnection, path: str, options: IngestOptions,
-                facts: Future[FileFacts] | None = None, position: ReadPosition | None = None) -> SourceResult:
+def ingest_file(
+    con: duckdb.DuckDBPyConnection,
+    path: str,
+    options: IngestOptions,
+    facts: Future[FileFacts] | None = None,
+    position: ReadPosition | None = None,
+) -> SourceResult:
     """One file in one transaction: all of its rows, or none of them. `facts`: the file's, if under way;
     `position`: where a loader reports how far it has read."""
     abspath = str(Path(path).resolve())
@@ -165,8 +176,15 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: str, options: IngestOption
         return SourceResult(path, FAILED, message=f"{path}: {str(exc).splitlines()[0]}")
 
 
-def _ingest_new(con: duckdb.DuckDBPyConnection, path: str, abspath: str, size: int, options: IngestOptions,
-                facts: Future[FileFacts] | None, position: ReadPosition | None) -> SourceResult:
+def _ingest_new(
+    con: duckdb.DuckDBPyConnection,
+    path: str,
+    abspath: str,
+    size: int,
+    options: IngestOptions,
+    facts: Future[FileFacts] | None,
+    position: ReadPosition | None,
+) -> SourceResult:
     kind = detect.detect_kind(path, options.fields)
     # Hashing (and, for request logs, line counting) runs beside the reading.
     if facts is None:
@@ -177,9 +195,17 @@ def _ingest_new(con: duckdb.DuckDBPyConnection, path: str, abspath: str, size: i
         return _ingest_in_transaction(con, path, abspath, size, kind, options, facts, position, robust=True)
 
 
-def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, path: str, abspath: str, size: int, kind: str,
-                           options: IngestOptions, facts: Future[FileFacts], position: ReadPosition | None,
-                           robust: bool) -> SourceResult:
+def _ingest_in_transaction(
+    con: duckdb.DuckDBPyConnection,
+    path: str,
+    abspath: str,
+    size: int,
+    kind: str,
+    options: IngestOptions,
+    facts: Future[FileFacts],
+    position: ReadPosition | None,
+    robust: bool,
+) -> SourceResult:
     """One file in one transaction: all of its rows, or none of them."""
     con.execute("BEGIN TRANSACTION")
     try:
@@ -191,8 +217,9 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, path: str, abspath: s
         if duplicate:
             con.execute("ROLLBACK")
             return SourceResult(path, SKIPPED, kind, message=f"already ingested as {duplicate}")
-        load.insert_source(con, load.SourceRow(source_id, abspath, sha, kind, rows, rejects, size,
-                                               options.labels_for(path)))
+        load.insert_source(
+            con, load.SourceRow(source_id, abspath, sha, kind, rows, rejects, size, options.labels_for(path))
+        )
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -201,28 +228,41 @@ def _ingest_in_transaction(con: duckdb.DuckDBPyConnection, path: str, abspath: s
     return SourceResult(path, INGESTED, kind, rows, rejects, reject_samples=samples)
 
 
-def _load_content(con: duckdb.DuckDBPyConnection, path: Path, kind: str, source_id: int, options: IngestOptions,
-                  facts: Future[FileFacts], position: ReadPosition | None, robust: bool) -> tuple[int, int]:
+def _load_content(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    kind: str,
+    source_id: int,
+    options: IngestOptions,
+    facts: Future[FileFacts],
+    position: ReadPosition | None,
+    robust: bool,
+) -> tuple[int, int]:
     """Rows and rejects loaded from one file of a known kind."""
     # Loaders of the other kinds are imported when a file needs them: the text scanner brings polars and
     # numpy, the snapshot reader its own modules, and a run over request logs needs neither.
     if kind == detect.TEXT:
         from .ingest_text import ingest_text_log
+
         return ingest_text_log(con, path, source_id, options, position)
     if kind in detect.TELEMETRY:
         from .ingest_telemetry import ingest_telemetry
+
         return ingest_telemetry(con, path, kind, source_id, options)
     if kind == detect.SNAPSHOT:
         from .ingest_snapshot import ingest_snapshot
+
         return ingest_snapshot(con, path, source_id, options)
     if kind == detect.CALENDAR:
         from .ingest_calendar import ingest_calendar
+
         return ingest_calendar(con, path, source_id, options)
     return ingest_structured(con, path, kind, source_id, options, facts, robust)
 
 
 def _reject_samples(con: duckdb.DuckDBPyConnection, path: str, source_id: int, limit: int = 5) -> list[str]:
     """The first rejects of a source as one-line messages naming file, line and reason."""
-    rows = con.execute("SELECT line, reason FROM rejects WHERE source_id = ? ORDER BY line NULLS FIRST LIMIT ?",
-                       [source_id, limit]).fetchall()
+    rows = con.execute(
+        "SELECT line, reason FROM rejects WHERE source_id = ? ORDER BY line NULLS FIRST LIMIT ?", [source_id, limit]
+    ).fetchall()
     return [f"{path}:{line}: {reason}" if line is not None else f"{path}: {reason}" for line, reason in rows]

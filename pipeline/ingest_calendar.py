@@ -20,8 +20,9 @@ from .sql import sql_text
 # needs it, and refresh_rule_occurrences runs after every ingest.
 
 
-def ingest_calendar(con: duckdb.DuckDBPyConnection, path: Path, source_id: int,
-                    options: IngestOptions) -> tuple[int, int]:
+def ingest_calendar(
+    con: duckdb.DuckDBPyConnection, path: Path, source_id: int, options: IngestOptions
+) -> tuple[int, int]:
     """Load one calendar file; returns (windows + rules, rejects)."""
     windows, rules, rejects = [], [], []
     for item in read_calendar(path, options.tz):
@@ -34,26 +35,66 @@ def ingest_calendar(con: duckdb.DuckDBPyConnection, path: Path, source_id: int,
     _insert(con, "job_occurrences", _windows_table(source_id, windows, "calendar"))
     import pyarrow as pa
 
-    rule_schema = pa.schema([("source_id", pa.int32()), ("line", pa.int64()), ("name", pa.string()),
-                             ("cron", pa.string()), ("duration_minutes", pa.float64()),
-                             ("hosts", pa.list_(pa.string()))])
-    _insert(con, "calendar_rules", pa.Table.from_pylist(
-        [{"source_id": source_id, "line": r.line, "name": r.name, "cron": r.cron,
-          "duration_minutes": r.duration_minutes, "hosts": list(r.hosts) if r.hosts else None} for r in rules],
-        schema=rule_schema))
+    rule_schema = pa.schema(
+        [
+            ("source_id", pa.int32()),
+            ("line", pa.int64()),
+            ("name", pa.string()),
+            ("cron", pa.string()),
+            ("duration_minutes", pa.float64()),
+            ("hosts", pa.list_(pa.string())),
+        ]
+    )
+    _insert(
+        con,
+        "calendar_rules",
+        pa.Table.from_pylist(
+            [
+                {
+                    "source_id": source_id,
+                    "line": r.line,
+                    "name": r.name,
+                    "cron": r.cron,
+                    "duration_minutes": r.duration_minutes,
+                    "hosts": list(r.hosts) if r.hosts else None,
+                }
+                for r in rules
+            ],
+            schema=rule_schema,
+        ),
+    )
     return len(windows) + len(rules), load.insert_rejects(con, source_id, rejects)
 
 
 def _windows_table(source_id: int, windows: list[JobWindow], origin: str) -> pa.Table:
     import pyarrow as pa
 
-    schema = pa.schema([("source_id", pa.int32()), ("line", pa.int64()), ("name", pa.string()),
-                        ("start_ts", pa.timestamp("us")), ("end_ts", pa.timestamp("us")),
-                        ("hosts", pa.list_(pa.string())), ("origin", pa.string())])
+    schema = pa.schema(
+        [
+            ("source_id", pa.int32()),
+            ("line", pa.int64()),
+            ("name", pa.string()),
+            ("start_ts", pa.timestamp("us")),
+            ("end_ts", pa.timestamp("us")),
+            ("hosts", pa.list_(pa.string())),
+            ("origin", pa.string()),
+        ]
+    )
     return pa.Table.from_pylist(
-        [{"source_id": source_id, "line": w.line, "name": w.name, "start_ts": w.start, "end_ts": w.end,
-          "hosts": list(w.hosts) if w.hosts else None, "origin": origin} for w in windows],
-        schema=schema)
+        [
+            {
+                "source_id": source_id,
+                "line": w.line,
+                "name": w.name,
+                "start_ts": w.start,
+                "end_ts": w.end,
+                "hosts": list(w.hosts) if w.hosts else None,
+                "origin": origin,
+            }
+            for w in windows
+        ],
+        schema=schema,
+    )
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
@@ -87,6 +128,7 @@ def refresh_rule_occurrences(con: duckdb.DuckDBPyConnection) -> None:
 def _rules_by_source(con: duckdb.DuckDBPyConnection) -> dict[int, list[JobRule]]:
     rules: dict[int, list[JobRule]] = {}
     for source_id, line, name, cron, minutes, hosts in con.execute(
-            "SELECT source_id, line, name, cron, duration_minutes, hosts FROM calendar_rules").fetchall():
+        "SELECT source_id, line, name, cron, duration_minutes, hosts FROM calendar_rules"
+    ).fetchall():
         rules.setdefault(source_id, []).append(JobRule(line, name, cron, minutes, tuple(hosts) if hosts else None))
     return rules

@@ -13,8 +13,9 @@ from .parse.snapshot import read_snapshot
 from .sql import run_file
 
 
-def ingest_snapshot(con: duckdb.DuckDBPyConnection, path: Path, source_id: int,
-                    options: IngestOptions) -> tuple[int, int]:
+def ingest_snapshot(
+    con: duckdb.DuckDBPyConnection, path: Path, source_id: int, options: IngestOptions
+) -> tuple[int, int]:
     """Load one snapshot file; returns (rows, rejects) where rows counts blocks plus trace events."""
     data = read_snapshot(path)
     snapshot_id = int(load.scalar(con, "SELECT nextval('snapshot_ids')"))  # type: ignore[arg-type]

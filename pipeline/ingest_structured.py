@@ -30,16 +30,22 @@ class FastPathRefused(Exception):
     """
 
 
-def ingest_structured(con: duckdb.DuckDBPyConnection, path: Path, kind: str, source_id: int,
-                      options: IngestOptions, facts: Future[FileFacts], robust: bool = False) -> tuple[int, int]:
+def ingest_structured(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    kind: str,
+    source_id: int,
+    options: IngestOptions,
+    facts: Future[FileFacts],
+    robust: bool = False,
+) -> tuple[int, int]:
     """Load one JSONL / JSON / CSV / Parquet request log; returns (rows, rejects).
 
     The fast path lets DuckDB's typed reader load the file; `robust` reads it line by line so that each
     bad line becomes a reject (and lines that are not UTF-8 do not stop the rest).
     """
     work = structured.Workspace()
-    labels = {"source_id": source_id, "instance": options.instance_for(path),
-              "model_version": options.model_version}
+    labels = {"source_id": source_id, "instance": options.instance_for(path), "model_version": options.model_version}
     try:
         if kind == detect.JSON_ARRAY:
             path, kind = structured.json_array_to_lines(path, work), detect.JSONL
@@ -50,9 +56,16 @@ def ingest_structured(con: duckdb.DuckDBPyConnection, path: Path, kind: str, sou
         work.close()
 
 
-def _load_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str, labels: dict[str, object],
-               options: IngestOptions, facts: Future[FileFacts], work: structured.Workspace,
-               robust: bool) -> tuple[int, int]:
+def _load_rows(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    kind: str,
+    labels: dict[str, object],
+    options: IngestOptions,
+    facts: Future[FileFacts],
+    work: structured.Workspace,
+    robust: bool,
+) -> tuple[int, int]:
     """Rows and rejects loaded by the fast or the line-by-line reader."""
     readable, compression = structured.readable_by_duckdb(path, work)
     fast_stage, robust_stage = _stage_builders(kind, readable, compression, work)
@@ -73,8 +86,14 @@ def _load_rows(con: duckdb.DuckDBPyConnection, path: Path, kind: str, labels: di
     return rows, rejects + load.insert_rejects(con, int(labels["source_id"]), stage.rejects)  # type: ignore
 
 
-def _load_fast(con: duckdb.DuckDBPyConnection, stage: structured.Stage, labels: dict[str, object],
-               options: IngestOptions, facts: Future[FileFacts], kind: str) -> tuple[int, int]:
+def _load_fast(
+    con: duckdb.DuckDBPyConnection,
+    stage: structured.Stage,
+    labels: dict[str, object],
+    options: IngestOptions,
+    facts: Future[FileFacts],
+    kind: str,
+) -> tuple[int, int]:
     """Copy the file's records, as the reader types them, into a temporary table in file order; then normalize
     and load them, numbered by that order."""
     if "ts" not in staged_select(stage, options.fields, options.tz).mapping:
@@ -84,8 +103,12 @@ def _load_fast(con: duckdb.DuckDBPyConnection, stage: structured.Stage, labels: 
     if file_facts is not None and file_facts.lines >= 0 and total != _expected_records(kind, file_facts):
         # rows do not line up with lines: the reader skipped blank lines, or a CSV quotes newlines
         raise FastPathRefused
-    copied = replace(stage, relation=_STAGE_TABLE, line="rowid - $row_base + $first_line", params={
-        "row_base": load.scalar(con, f"SELECT min(rowid) FROM {_STAGE_TABLE}"), "first_line": stage.first_line})
+    copied = replace(
+        stage,
+        relation=_STAGE_TABLE,
+        line="rowid - $row_base + $first_line",
+        params={"row_base": load.scalar(con, f"SELECT min(rowid) FROM {_STAGE_TABLE}"), "first_line": stage.first_line},
+    )
     staged = staged_select(copied, options.fields, options.tz)
     rows = _insert(con, "insert_requests", staged, labels)
     rejects = _insert(con, "insert_stage_rejects", staged, labels) if rows < total else 0
@@ -119,10 +142,14 @@ def _stage_builders(kind: str, path: Path, compression: str, work: structured.Wo
     if kind == detect.PARQUET:
         return (lambda con: structured.parquet_stage(con, path)), None
     if kind == detect.CSV:
-        return ((lambda con: structured.fast_csv_stage(con, path, compression)),
-                (lambda con: structured.robust_csv_stage(con, path, work)))
-    return ((lambda con: structured.fast_jsonl_stage(con, path, compression)),
-            (lambda con: structured.robust_jsonl_stage(con, path, compression, work)))
+        return (
+            (lambda con: structured.fast_csv_stage(con, path, compression)),
+            (lambda con: structured.robust_csv_stage(con, path, work)),
+        )
+    return (
+        (lambda con: structured.fast_jsonl_stage(con, path, compression)),
+        (lambda con: structured.robust_jsonl_stage(con, path, compression, work)),
+    )
 
 
 def _insert(con: duckdb.DuckDBPyConnection, name: str, staged: Staged, labels: dict[str, object]) -> int:

@@ -28,18 +28,37 @@ from .records import Reject
 
 # Arrow types of every telemetry column (the tables' DuckDB types, in sql/tables/).
 _TYPES: dict[str, str] = {
-    "source_id": "int32", "line": "int64", "ts": "timestamp", "instance": "string", "gpu_index": "int32",
-    "gpu_name": "string", "gpu_uuid": "string", "gpu_bus_id": "string", "origin": "string", "pid": "int64",
-    "process_name": "string", "framework": "string", "model_name": "string", "metric": "string",
-    "value": "float64", "labels": "string", "variant": "string", "message": "string",
-    "gpu_memory_utilization": "float64", "kv_cache_tokens": "int64", "utilization_gpu": "float64",
-    "utilization_memory": "float64", "temperature": "float64", "power_w": "float64",
+    "source_id": "int32",
+    "line": "int64",
+    "ts": "timestamp",
+    "instance": "string",
+    "gpu_index": "int32",
+    "gpu_name": "string",
+    "gpu_uuid": "string",
+    "gpu_bus_id": "string",
+    "origin": "string",
+    "pid": "int64",
+    "process_name": "string",
+    "framework": "string",
+    "model_name": "string",
+    "metric": "string",
+    "value": "float64",
+    "labels": "string",
+    "variant": "string",
+    "message": "string",
+    "gpu_memory_utilization": "float64",
+    "kv_cache_tokens": "int64",
+    "utilization_gpu": "float64",
+    "utilization_memory": "float64",
+    "temperature": "float64",
+    "power_w": "float64",
 }
 _DCGM_KEY_LABELS = ("gpu", "UUID", "GPU_I_ID")
 
 
-def ingest_telemetry(con: duckdb.DuckDBPyConnection, path: Path, kind: str, source_id: int,
-                     options: IngestOptions) -> tuple[int, int]:
+def ingest_telemetry(
+    con: duckdb.DuckDBPyConnection, path: Path, kind: str, source_id: int, options: IngestOptions
+) -> tuple[int, int]:
     """Load one telemetry file of a detected kind (`nvsmi_gpu`, `nvsmi_apps`, `prometheus`)."""
     try:
         if kind in (NVSMI_GPU, NVSMI_APPS):
@@ -47,12 +66,14 @@ def ingest_telemetry(con: duckdb.DuckDBPyConnection, path: Path, kind: str, sour
         return ingest_prometheus(con, path, source_id, options)
     except (*READ_ERRORS, ZoneInfoNotFoundError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-        raise InputError(str(path), f"cannot read: {reason}",
-                         hint="check that the file is complete and not corrupted") from exc
+        raise InputError(
+            str(path), f"cannot read: {reason}", hint="check that the file is complete and not corrupted"
+        ) from exc
 
 
-def ingest_nvsmi(con: duckdb.DuckDBPyConnection, path: Path, kind: str, source_id: int,
-                 options: IngestOptions) -> tuple[int, int]:
+def ingest_nvsmi(
+    con: duckdb.DuckDBPyConnection, path: Path, kind: str, source_id: int, options: IngestOptions
+) -> tuple[int, int]:
     """Load one nvidia-smi query CSV into gpu_samples or gpu_process_samples; returns (rows, rejects)."""
     rows, rejects = [], []
     for item in read_nvsmi(path, kind, options.tz):
@@ -68,8 +89,9 @@ def ingest_nvsmi(con: duckdb.DuckDBPyConnection, path: Path, kind: str, source_i
     return inserted, load.insert_rejects(con, source_id, rejects)
 
 
-def ingest_prometheus(con: duckdb.DuckDBPyConnection, path: Path, source_id: int,
-                      options: IngestOptions) -> tuple[int, int]:
+def ingest_prometheus(
+    con: duckdb.DuckDBPyConnection, path: Path, source_id: int, options: IngestOptions
+) -> tuple[int, int]:
     """Load one Prometheus text file: DCGM fields into gpu_samples, `vllm:` metrics into engine_samples."""
     scrape = _Scrape(path, source_id, options)
     with open_binary(path) as handle:
@@ -84,8 +106,18 @@ def ingest_prometheus(con: duckdb.DuckDBPyConnection, path: Path, source_id: int
 class _Scrape:
     """Samples of one file, sorted into their tables; DCGM fields of one GPU and moment make one row."""
 
-    GPU_ROW = ("source_id", "line", "ts", "instance", "gpu_index", "gpu_name", "gpu_uuid", "gpu_bus_id",
-               *dict.fromkeys(f.column for f in DCGM_FIELDS.values()), "origin")
+    GPU_ROW = (
+        "source_id",
+        "line",
+        "ts",
+        "instance",
+        "gpu_index",
+        "gpu_name",
+        "gpu_uuid",
+        "gpu_bus_id",
+        *dict.fromkeys(f.column for f in DCGM_FIELDS.values()),
+        "origin",
+    )
     ENGINE_ROW = ("source_id", "line", "ts", "instance", "framework", "model_name", "metric", "value", "labels")
 
     def __init__(self, path: Path, source_id: int, options: IngestOptions) -> None:
@@ -114,8 +146,14 @@ class _Scrape:
             return sample.ts
         series = (sample.name, tuple(sorted(sample.labels.items())))
         if series in self._untimed:
-            self.rejects.append(Reject(sample.line, f"{sample.name}: series repeated without a timestamp "
-                                       "(several scrapes in one file need sample timestamps)", sample.raw))
+            self.rejects.append(
+                Reject(
+                    sample.line,
+                    f"{sample.name}: series repeated without a timestamp "
+                    "(several scrapes in one file need sample timestamps)",
+                    sample.raw,
+                )
+            )
             return None
         self._untimed.add(series)
         return self.file_time
@@ -140,11 +178,20 @@ class _Scrape:
             return
         instance = self._instance(sample.labels)
         key = (ts, instance, *(sample.labels.get(k) for k in _DCGM_KEY_LABELS))
-        row = self.gpus.setdefault(key, {
-            "source_id": self.source_id, "line": sample.line, "ts": ts, "instance": instance,
-            "gpu_index": int(gpu), "gpu_name": sample.labels.get("modelName"),
-            "gpu_uuid": sample.labels.get("UUID") or sample.labels.get("uuid"),
-            "gpu_bus_id": sample.labels.get("pci_bus_id"), "origin": "dcgm"})
+        row = self.gpus.setdefault(
+            key,
+            {
+                "source_id": self.source_id,
+                "line": sample.line,
+                "ts": ts,
+                "instance": instance,
+                "gpu_index": int(gpu),
+                "gpu_name": sample.labels.get("modelName"),
+                "gpu_uuid": sample.labels.get("UUID") or sample.labels.get("uuid"),
+                "gpu_bus_id": sample.labels.get("pci_bus_id"),
+                "origin": "dcgm",
+            },
+        )
         row[DCGM_FIELDS[sample.name].column] = value
 
     def _vllm(self, sample: Sample) -> None:
@@ -152,10 +199,19 @@ class _Scrape:
         ts = self._ts(sample)
         if ts is None:
             return
-        self.engine.append({
-            "source_id": self.source_id, "line": sample.line, "ts": ts, "instance": self._instance(sample.labels),
-            "framework": "vllm", "model_name": sample.labels.get("model_name"), "metric": sample.name,
-            "value": sample.value, "labels": json.dumps(sample.labels, sort_keys=True)})
+        self.engine.append(
+            {
+                "source_id": self.source_id,
+                "line": sample.line,
+                "ts": ts,
+                "instance": self._instance(sample.labels),
+                "framework": "vllm",
+                "model_name": sample.labels.get("model_name"),
+                "metric": sample.name,
+                "value": sample.value,
+                "labels": json.dumps(sample.labels, sort_keys=True),
+            }
+        )
 
 
 def startup_scanner(options: IngestOptions) -> StartupScanner:
@@ -169,8 +225,9 @@ def startup_scanner(options: IngestOptions) -> StartupScanner:
         return StartupScanner(LineClock())  # the OOM scan reports the unknown zone as the file's error
 
 
-def insert_engine_memory(con: duckdb.DuckDBPyConnection, reports: list[StartupMemory], source_id: int,
-                         instance: str) -> int:
+def insert_engine_memory(
+    con: duckdb.DuckDBPyConnection, reports: list[StartupMemory], source_id: int, instance: str
+) -> int:
     """Append the vLLM start-up memory reports of one text log to engine_memory; returns how many."""
     from .parse.telemetry_vllm import STARTUP_COLUMNS
 
@@ -179,8 +236,7 @@ def insert_engine_memory(con: duckdb.DuckDBPyConnection, reports: list[StartupMe
     return _insert(con, "engine_memory", rows, (*labels, *STARTUP_COLUMNS))
 
 
-def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, object]],
-            columns: tuple[str, ...]) -> int:
+def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, object]], columns: tuple[str, ...]) -> int:
     """Append rows (dicts; missing keys are NULL) to one of the telemetry tables; returns how many."""
     if not rows:
         return 0

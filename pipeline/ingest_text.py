@@ -20,8 +20,13 @@ if TYPE_CHECKING:
     from .parse.textscan import Window
 
 
-def ingest_text_log(con: duckdb.DuckDBPyConnection, path: Path, source_id: int, options: IngestOptions,
-                    position: ReadPosition | None = None) -> tuple[int, int]:
+def ingest_text_log(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    source_id: int,
+    options: IngestOptions,
+    position: ReadPosition | None = None,
+) -> tuple[int, int]:
     """Load the OOM messages (and engine start-up reports) of one text log; returns (rows, rejects). How far
     the scan has got goes to `position`."""
     instance = options.instance_for(path)
@@ -45,6 +50,12 @@ def ingest_text_log(con: duckdb.DuckDBPyConnection, path: Path, source_id: int, 
 def _event_columns(found: list[TextOom], source_id: int, instance: str, model_version: str | None) -> load.Columns:
     """The oom_events rows of the messages found, column by column."""
     count = len(found)
-    return {**load.message_columns([item.oom for item in found]), "source_id": [source_id] * count,
-            "line": [item.line for item in found], "ts": [item.ts for item in found], "instance": [instance] * count,
-            "model_version": [model_version] * count, "origin": ["message"] * count}
+    return {
+        **load.message_columns([item.oom for item in found]),
+        "source_id": [source_id] * count,
+        "line": [item.line for item in found],
+        "ts": [item.ts for item in found],
+        "instance": [instance] * count,
+        "model_version": [model_version] * count,
+        "origin": ["message"] * count,
+    }

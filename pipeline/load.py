@@ -112,13 +112,21 @@ class SourceRow:
 
 
 def insert_source(con: duckdb.DuckDBPyConnection, src: SourceRow) -> None:
-    run_file(con, "insert_source", {
-        "source_id": src.source_id, "path": src.path, "sha256": src.sha256, "kind": src.kind,
-        "ingested_at": datetime.now(UTC).replace(tzinfo=None), "rows": src.rows,
-        "rejects": src.rejects, "size_bytes": src.size_bytes, "labels": json.dumps(src.labels, sort_keys=True),
-    })
-
-
+    run_file(
+        con,
+        "insert_source",
+        {
+            "source_id": src.source_id,
+            "path": src.path,
+            "sha256": src.sha256,
+            "kind": src.kind,
+            "ingested_at": datetime.now(UTC).replace(tzinfo=None),
+            "rows": src.rows,
+            "rejects": src.rejects,
+            "size_bytes": src.size_bytes,
+            "labels": json.dumps(src.labels, sort_keys=True),
+        },
+    )
 
 
 def insert_rejects(con: duckdb.DuckDBPyConnection, source_id: int, rejects: list[Reject]) -> int:
@@ -127,11 +135,16 @@ def insert_rejects(con: duckdb.DuckDBPyConnection, source_id: int, rejects: list
         return 0
     import pyarrow as pa  # here, not at the top: a run over clean request logs never needs it
 
-    schema = pa.schema([("source_id", pa.int32()), ("line", pa.int64()), ("reason", pa.string()),
-                        ("raw", pa.string())])
-    table = pa.table({"source_id": [source_id] * len(rejects), "line": [r.line for r in rejects],
-                      "reason": [r.reason for r in rejects], "raw": [r.raw for r in rejects]},
-                     schema=schema)
+    schema = pa.schema([("source_id", pa.int32()), ("line", pa.int64()), ("reason", pa.string()), ("raw", pa.string())])
+    table = pa.table(
+        {
+            "source_id": [source_id] * len(rejects),
+            "line": [r.line for r in rejects],
+            "reason": [r.reason for r in rejects],
+            "raw": [r.raw for r in rejects],
+        },
+        schema=schema,
+    )
     con.register("new_rejects", table)
     con.execute("INSERT INTO rejects SELECT * FROM new_rejects")
     con.unregister("new_rejects")
@@ -139,20 +152,51 @@ def insert_rejects(con: duckdb.DuckDBPyConnection, source_id: int, rejects: list
 
 
 OOM_COLUMNS: tuple[str, ...] = (
-    "source_id", "line", "ts", "instance", "gpu_index", "model_version", "framework", "origin",
-    "requested_bytes", "total_capacity_bytes", "free_bytes", "already_allocated_bytes", "reserved_bytes",
-    "allocated_by_pytorch_bytes", "reserved_unallocated_bytes", "process_in_use_bytes", "allowed_bytes",
-    "private_pool_bytes", "other_processes", "batch_size", "input_sequence_length", "output_sequence_length",
-    "message", "request_id",
+    "source_id",
+    "line",
+    "ts",
+    "instance",
+    "gpu_index",
+    "model_version",
+    "framework",
+    "origin",
+    "requested_bytes",
+    "total_capacity_bytes",
+    "free_bytes",
+    "already_allocated_bytes",
+    "reserved_bytes",
+    "allocated_by_pytorch_bytes",
+    "reserved_unallocated_bytes",
+    "process_in_use_bytes",
+    "allowed_bytes",
+    "private_pool_bytes",
+    "other_processes",
+    "batch_size",
+    "input_sequence_length",
+    "output_sequence_length",
+    "message",
+    "request_id",
 )
 _INT32 = frozenset({"source_id", "gpu_index"})
 _TEXT = frozenset({"instance", "model_version", "framework", "origin", "message", "request_id", "error"})
 
 
 # OomMessage attributes stored under their own names.
-_MESSAGE_COLUMNS = ("framework", "requested_bytes", "total_capacity_bytes", "free_bytes", "already_allocated_bytes",
-                    "reserved_bytes", "allocated_by_pytorch_bytes", "reserved_unallocated_bytes",
-                    "process_in_use_bytes", "allowed_bytes", "private_pool_bytes", "gpu_index", "message")
+_MESSAGE_COLUMNS = (
+    "framework",
+    "requested_bytes",
+    "total_capacity_bytes",
+    "free_bytes",
+    "already_allocated_bytes",
+    "reserved_bytes",
+    "allocated_by_pytorch_bytes",
+    "reserved_unallocated_bytes",
+    "process_in_use_bytes",
+    "allowed_bytes",
+    "private_pool_bytes",
+    "gpu_index",
+    "message",
+)
 MESSAGE_COLUMNS = (*_MESSAGE_COLUMNS, "other_processes")  # the oom_events columns an OomMessage fills
 
 Columns = dict[str, list[object]]  # one list per column, all of one length

@@ -45,8 +45,10 @@ def delete_source_snapshots(con: duckdb.DuckDBPyConnection, source_id: int) -> N
     """Remove the detail rows of a source's snapshots (keyed by snapshot_id, not source_id)."""
     for table in DETAIL_TABLES:
         # Table names come from this module's constant, never from input.
-        con.execute(f"DELETE FROM {table} WHERE snapshot_id IN "
-                    "(SELECT snapshot_id FROM snapshots WHERE source_id = ?)", [source_id])
+        con.execute(
+            f"DELETE FROM {table} WHERE snapshot_id IN (SELECT snapshot_id FROM snapshots WHERE source_id = ?)",
+            [source_id],
+        )
 
 
 def inspect_connection(data: SnapshotData, snapshot_id: int = 1) -> duckdb.DuckDBPyConnection:
@@ -64,9 +66,7 @@ def _insert_arrow(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table, sn
     try:
         columns = ", ".join(rows.column_names)
         # Identifiers come from this module's constants and the Arrow schema we built, never from input.
-        con.execute(
-            f"INSERT INTO {table} (snapshot_id, {columns}) SELECT ?, {columns} FROM {view}", [snapshot_id]
-        )
+        con.execute(f"INSERT INTO {table} (snapshot_id, {columns}) SELECT ?, {columns} FROM {view}", [snapshot_id])
     finally:
         con.unregister(view)
 
@@ -80,9 +80,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 
 """
 
 
-def _snapshot_row(
-    data: SnapshotData, snapshot_id: int, source_id: int | None, labels: SnapshotLabels
-) -> list[object]:
+def _snapshot_row(data: SnapshotData, snapshot_id: int, source_id: int | None, labels: SnapshotLabels) -> list[object]:
     """The `snapshots` row, in the column order of _SNAPSHOT_INSERT."""
     m = data.meta
     return [

@@ -13,11 +13,22 @@ from .fields import FIELDS, Field, resolve_columns
 from .parse.structured import Stage
 from .sql import bind
 
-_NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
-            "UBIGINT", "FLOAT", "DOUBLE", "DECIMAL")
+_NUMERIC = (
+    "TINYINT",
+    "SMALLINT",
+    "INTEGER",
+    "BIGINT",
+    "HUGEINT",
+    "UTINYINT",
+    "USMALLINT",
+    "UINTEGER",
+    "UBIGINT",
+    "FLOAT",
+    "DOUBLE",
+    "DECIMAL",
+)
 _INTEGER = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
-_NUMERIC_CASTS = {"bytes": "CAST(round({0}) AS BIGINT)", "float": "CAST({0} AS DOUBLE)",
-                  "int": "oomlab_int({0})"}
+_NUMERIC_CASTS = {"bytes": "CAST(round({0}) AS BIGINT)", "float": "CAST({0} AS DOUBLE)", "int": "oomlab_int({0})"}
 _WHAT = {"ts": "a timestamp", "int": "an integer", "float": "a number", "bytes": "a byte size", "text": "text"}
 
 
@@ -63,8 +74,10 @@ def _check_sql(field: Field, source: str, duck_type: str, converted: str) -> str
     if duck_type == "VARCHAR":
         present += f" AND trim({source}) <> ''"
     shown = f"left(CAST({source} AS VARCHAR), 60)"
-    return (f"CASE WHEN {present} AND {converted} IS NULL "
-            f"THEN '{field.name}: ' || {shown} || ' is not {_WHAT[field.kind]}' END")
+    return (
+        f"CASE WHEN {present} AND {converted} IS NULL "
+        f"THEN '{field.name}: ' || {shown} || ' is not {_WHAT[field.kind]}' END"
+    )
 
 
 @dataclass(frozen=True)
@@ -90,8 +103,10 @@ def _field_sql(stage: Stage, field: Field, columns: list[str]) -> tuple[str, lis
 
 def _missing_ts_sql(stage: Stage, columns: list[str]) -> str:
     """'missing timestamp' when no timestamp column has a value (a bad value has its own reason)."""
-    present = [f"nullif(trim({stage.column_sql(c)}), '')" if stage.columns[c] == "VARCHAR" else stage.column_sql(c)
-               for c in columns]
+    present = [
+        f"nullif(trim({stage.column_sql(c)}), '')" if stage.columns[c] == "VARCHAR" else stage.column_sql(c)
+        for c in columns
+    ]
     if not present:
         return "'missing timestamp'"
     return f"CASE WHEN coalesce({', '.join(present)}) IS NULL THEN 'missing timestamp' END"

@@ -99,13 +99,19 @@ def print_ingest_report(report: IngestReport) -> None:
         if result.status == FAILED:
             err.print(f"error: {result.message}", markup=False)
         elif result.status == SKIPPED and result.message:
-            err.print(f"skipped: {result.path}: {result.message}" if not result.message.startswith(result.path)
-                      else f"skipped: {result.message}", markup=False)
+            err.print(
+                f"skipped: {result.path}: {result.message}"
+                if not result.message.startswith(result.path)
+                else f"skipped: {result.message}",
+                markup=False,
+            )
         for sample in result.reject_samples:
             err.print(f"rejected: {sample}", markup=False)
         if result.rejects > len(result.reject_samples):
-            err.print(f"rejected: {result.path}: {result.rejects - len(result.reject_samples)} more, "
-                      "see table rejects", markup=False)
+            err.print(
+                f"rejected: {result.path}: {result.rejects - len(result.reject_samples)} more, see table rejects",
+                markup=False,
+            )
     _stdout().print(_summary_table(report))
 
 
@@ -118,8 +124,9 @@ def _summary_table(report: IngestReport) -> Table:
     if hidden > 0:
         table.add_row(f"... {hidden} more", "", "", "", "")
     counts = {s: sum(1 for r in report.results if r.status == s) for s in ("ingested", "skipped", "failed")}
-    table.caption = (f"{len(report.results)} sources: {counts['ingested']} ingested, {counts['skipped']} skipped, "
-                     f"{counts['failed']} failed; {sum(r.rows for r in report.results)} rows, "
-                     f"{sum(r.rejects for r in report.results)} rejects")
+    table.caption = (
+        f"{len(report.results)} sources: {counts['ingested']} ingested, {counts['skipped']} skipped, "
+        f"{counts['failed']} failed; {sum(r.rows for r in report.results)} rows, "
+        f"{sum(r.rejects for r in report.results)} rejects"
+    )
     return table
-

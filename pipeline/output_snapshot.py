@@ -38,12 +38,18 @@ def _state_table(report: dict[str, Any]) -> Table:
 
 
 def _pools_table(report: dict[str, Any]) -> Table:
-    table = Table("pool", "segments", "reserved", "allocated", "unallocated", "largest free", title="pools",
-                  title_justify="left")
+    table = Table(
+        "pool", "segments", "reserved", "allocated", "unallocated", "largest free", title="pools", title_justify="left"
+    )
     for pool in report.get("pools", []):
-        table.add_row(pool["pool"], str(pool["segments"]), human_bytes(pool["reserved_bytes"]),
-                      human_bytes(pool["allocated_bytes"]), human_bytes(pool["reserved_unallocated_bytes"]),
-                      human_bytes(pool["largest_free_block_bytes"]))
+        table.add_row(
+            pool["pool"],
+            str(pool["segments"]),
+            human_bytes(pool["reserved_bytes"]),
+            human_bytes(pool["allocated_bytes"]),
+            human_bytes(pool["reserved_unallocated_bytes"]),
+            human_bytes(pool["largest_free_block_bytes"]),
+        )
     return table
 
 
@@ -56,12 +62,17 @@ def _sites_table(title: str, rows: list[dict[str, Any]], columns: list[tuple[str
 
 
 def _ooms_table(report: dict[str, Any]) -> Table:
-    table = Table("requested", "device free", "unallocated", "largest free", "cause", title="OOM moments",
-                  title_justify="left")
+    table = Table(
+        "requested", "device free", "unallocated", "largest free", "cause", title="OOM moments", title_justify="left"
+    )
     for oom in report.get("oom_events", []):
-        table.add_row(human_bytes(oom["requested_bytes"]), human_bytes(oom["device_free_bytes"]),
-                      human_bytes(oom["reserved_unallocated_bytes"]), human_bytes(oom["largest_free_block_bytes"]),
-                      oom["cause"])
+        table.add_row(
+            human_bytes(oom["requested_bytes"]),
+            human_bytes(oom["device_free_bytes"]),
+            human_bytes(oom["reserved_unallocated_bytes"]),
+            human_bytes(oom["largest_free_block_bytes"]),
+            oom["cause"],
+        )
     return table
 
 
@@ -70,12 +81,21 @@ def print_inspect(report: dict[str, Any]) -> None:
     console = Console(soft_wrap=True)
     console.print(_state_table(report))
     console.print(_pools_table(report))
-    console.print(_sites_table("top allocation sites (live)", report["top_sites"],
-                               [("site", "site", False), ("bytes", "bytes", True), ("blocks", "blocks", False)]))
+    console.print(
+        _sites_table(
+            "top allocation sites (live)",
+            report["top_sites"],
+            [("site", "site", False), ("bytes", "bytes", True), ("blocks", "blocks", False)],
+        )
+    )
     if report["leak_suspects"]:
-        console.print(_sites_table("leak suspects", report["leak_suspects"],
-                                   [("site", "site", False), ("growth", "growth_bytes", True),
-                                    ("live", "live_bytes", True)]))
+        console.print(
+            _sites_table(
+                "leak suspects",
+                report["leak_suspects"],
+                [("site", "site", False), ("growth", "growth_bytes", True), ("live", "live_bytes", True)],
+            )
+        )
     else:
         console.print("leak suspects: none (no site's live bytes grew across the trace)")
     if report["oom_events"]:
@@ -90,11 +110,23 @@ def print_diff(diff: dict[str, Any]) -> None:
     """Totals before and after, then the sites that changed most."""
     console = Console(soft_wrap=True)
     before, after = diff["before"], diff["after"]
-    console.print(f"allocated {human_bytes(before['allocated_bytes'])} -> {human_bytes(after['allocated_bytes'])} "
-                  f"({human_bytes(diff['delta_allocated_bytes'])}), reserved {human_bytes(before['reserved_bytes'])}"
-                  f" -> {human_bytes(after['reserved_bytes'])}, segments {before['segments']} -> {after['segments']}"
-                  f" ({len(diff['segments_added'])} added, {len(diff['segments_removed'])} removed)", markup=False)
-    console.print(_sites_table("sites by change", diff["sites"],
-                               [("site", "site", False), ("before", "before_bytes", True),
-                                ("after", "after_bytes", True), ("change", "delta_bytes", True),
-                                ("blocks change", "delta_blocks", False)]))
+    console.print(
+        f"allocated {human_bytes(before['allocated_bytes'])} -> {human_bytes(after['allocated_bytes'])} "
+        f"({human_bytes(diff['delta_allocated_bytes'])}), reserved {human_bytes(before['reserved_bytes'])}"
+        f" -> {human_bytes(after['reserved_bytes'])}, segments {before['segments']} -> {after['segments']}"
+        f" ({len(diff['segments_added'])} added, {len(diff['segments_removed'])} removed)",
+        markup=False,
+    )
+    console.print(
+        _sites_table(
+            "sites by change",
+            diff["sites"],
+            [
+                ("site", "site", False),
+                ("before", "before_bytes", True),
+                ("after", "after_bytes", True),
+                ("change", "delta_bytes", True),
+                ("blocks change", "delta_blocks", False),
+            ],
+        )
+    )

@@ -50,8 +50,10 @@ def names_in(folder: str) -> list[str]:
 
 def _view_order(names: list[str]) -> list[str]:
     """Views ordered stg_, fct_, rpt_, then anything else, each layer alphabetically."""
+
     def layer(name: str) -> int:
         return next((i for i, p in enumerate(_VIEW_LAYERS) if name.startswith(p)), len(_VIEW_LAYERS))
+
     return sorted(names, key=lambda n: (layer(n), n))
 
 
@@ -103,8 +105,10 @@ def schema_fingerprint() -> str:
 
 
 def _stored_fingerprint(con: duckdb.DuckDBPyConnection) -> str | None:
-    rows = con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'sources' "
-                       "AND schema_name = 'main' AND database_name = current_database()").fetchall()
+    rows = con.execute(
+        "SELECT comment FROM duckdb_tables() WHERE table_name = 'sources' "
+        "AND schema_name = 'main' AND database_name = current_database()"
+    ).fetchall()
     return rows[0][0] if rows else None
 
 

@@ -42,9 +42,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=int,
         help="seconds between nvidia-smi samples (default: 300, or 60 above 2M requests)",
     )
-    parser.add_argument(
-        "--gzip-level", type=int, choices=range(1, 10), help="default: 9, or 1 above 2M requests"
-    )
+    parser.add_argument("--gzip-level", type=int, choices=range(1, 10), help="default: 9, or 1 above 2M requests")
     parser.add_argument("--workers", type=int, default=2, help="instances generated at once")
     return parser.parse_args(argv)
 
@@ -56,9 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out.exists():
         shutil.rmtree(args.out)
     started = time.perf_counter()
-    truths = build(
-        Options(args.out, args.seed, scale, args.weeks, args.smi_interval, args.gzip_level, args.workers)
-    )
+    truths = build(Options(args.out, args.seed, scale, args.weeks, args.smi_interval, args.gzip_level, args.workers))
     counts = truths["counts"]
     size = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
     print(

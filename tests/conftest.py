@@ -33,20 +33,24 @@ def db(tmp_path: Path) -> Path:
 @pytest.fixture
 def run_cli() -> Callable[..., Result]:
     """Invoke `oomlab ARGS...`; stdout and stderr kept apart."""
+
     def run(*args: object) -> Result:
         return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
     return run
 
 
 @pytest.fixture
 def sql(db: Path) -> Callable[..., list[tuple]]:
     """Query the test database read-only."""
+
     def run(query: str, params: list | None = None) -> list[tuple]:
         con = duckdb.connect(str(db), read_only=True)
         try:
             return con.execute(query, params or []).fetchall()
         finally:
             con.close()
+
     return run
 
 

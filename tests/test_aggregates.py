@@ -33,9 +33,12 @@ FLEET_INSTANCES = {i["name"] for i in TRUTHS["instances"]}
 @pytest.fixture(scope="module")
 def fleet_requests() -> pl.DataFrame:
     """instance, model_version, status and ts of every request in the fleet's request logs, read directly."""
-    frames = [pl.read_ndjson(io.BytesIO(gzip.decompress(p.read_bytes())), infer_schema_length=None)
-              .select("ts", "instance", "model_version", "status")
-              for p in sorted((FLEET / "requests").glob("*.jsonl.gz"))]
+    frames = [
+        pl.read_ndjson(io.BytesIO(gzip.decompress(p.read_bytes())), infer_schema_length=None).select(
+            "ts", "instance", "model_version", "status"
+        )
+        for p in sorted((FLEET / "requests").glob("*.jsonl.gz"))
+    ]
     utc = pl.col("ts").str.to_datetime(time_zone="UTC").dt.replace_time_zone(None)
     return pl.concat(frames).with_columns(utc)
 
@@ -44,8 +47,9 @@ def fleet_requests() -> pl.DataFrame:
 def oom_times() -> list[datetime]:
     """The time of every planted OOM (request and text logs), from oom_causes.csv.gz."""
     with gzip.open(FLEET / "oom_causes.csv.gz", "rt") as handle:
-        return [datetime.fromisoformat(r["ts"].replace("Z", "+00:00")).replace(tzinfo=None)
-                for r in csv.DictReader(handle)]
+        return [
+            datetime.fromisoformat(r["ts"].replace("Z", "+00:00")).replace(tzinfo=None) for r in csv.DictReader(handle)
+        ]
 
 
 def _by_key(frame: pl.DataFrame) -> dict:
@@ -72,7 +76,8 @@ def test_requests_and_ooms_per_instance_equal_truths(fleet_con) -> None:
 def test_requests_and_ooms_per_model_version_equal_the_files(fleet_con, fleet_requests) -> None:
     rows = _by_key(oom_rates(fleet_con, "model_version"))
     expected = fleet_requests.group_by("model_version").agg(
-        pl.len().alias("requests"), (pl.col("status") == "oom").sum().alias("ooms"))
+        pl.len().alias("requests"), (pl.col("status") == "oom").sum().alias("ooms")
+    )
     assert expected.height == 3
     for version, requests, ooms in expected.iter_rows():
         assert (rows[version]["requests"], rows[version]["ooms"]) == (requests, ooms)
@@ -80,9 +85,15 @@ def test_requests_and_ooms_per_model_version_equal_the_files(fleet_con, fleet_re
     assert (rows[None]["ooms"], rows[None]["requests"]) == (TRUTHS["counts"]["ooms_text_logs"], 0)
 
 
-@pytest.mark.parametrize("scenario, instance, requests, ooms", [
-    ("serve_mixed", "gpu-b-1", 101, 4), ("serve_leak", "gpu-a-0", 47, 3),
-    ("cache_bloat", "gpu-c-2", 400, 0), ("big_trace_cpp", "gpu-d-3", 5, 0)])
+@pytest.mark.parametrize(
+    "scenario, instance, requests, ooms",
+    [
+        ("serve_mixed", "gpu-b-1", 101, 4),
+        ("serve_leak", "gpu-a-0", 47, 3),
+        ("cache_bloat", "gpu-c-2", 400, 0),
+        ("big_trace_cpp", "gpu-d-3", 5, 0),
+    ],
+)
 def test_real_h200_rates_are_what_their_files_say(fleet_con, scenario, instance, requests, ooms) -> None:
     records = read_jsonl_gz(H200 / scenario / "requests.jsonl.gz")
     assert (len(records), sum(r["status"] == "oom" for r in records)) == (requests, ooms)
@@ -104,8 +115,9 @@ def test_every_cut_adds_up_to_the_totals(fleet_con, by) -> None:
 
 
 def test_the_all_time_view_matches_the_function(fleet_con) -> None:
-    view = fleet_con.sql("SELECT * EXCLUDE (dimension) FROM rpt_oom_rate_by_dimension "
-                         "WHERE dimension = 'batch_tokens'").pl()
+    view = fleet_con.sql(
+        "SELECT * EXCLUDE (dimension) FROM rpt_oom_rate_by_dimension WHERE dimension = 'batch_tokens'"
+    ).pl()
     assert view.equals(oom_rates(fleet_con, "batch_tokens"))
 
 

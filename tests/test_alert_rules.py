@@ -39,11 +39,15 @@ def check_promql(expr: str) -> None:
         assert re.fullmatch(r"\d+[smhd]", ranged), expr
     outside = re.sub(r"\{[^}]*\}|\[[^\]]*\]", " ", bare)
     for match in re.finditer(r"[A-Za-z_][A-Za-z0-9_]*", outside):
-        word, rest = match.group(), outside[match.end():].lstrip()
+        word, rest = match.group(), outside[match.end() :].lstrip()
         if word in FUNCTIONS or word == "on":
             assert rest.startswith("("), expr
-        elif not (word in KEYWORDS or word in lib.METRICS or word in LABELS
-                  or re.fullmatch(r"\d+[smhd]", outside[match.start() - 2: match.end()].strip())):
+        elif not (
+            word in KEYWORDS
+            or word in lib.METRICS
+            or word in LABELS
+            or re.fullmatch(r"\d+[smhd]", outside[match.start() - 2 : match.end()].strip())
+        ):
             raise AssertionError(f"unknown word {word!r} in {expr}")
     assert re.search(r"[<>]", bare), f"no comparison in {expr}"
 
@@ -74,8 +78,13 @@ def test_untuned_rules_have_the_articles_levels_gradient_and_prediction():
     text = lib.to_yaml(lib.rules_document())
     rules = check_document(yaml.safe_load(text))
     alerts = [r["alert"] for r in rules]
-    assert alerts == ["GpuMemoryNotice", "GpuMemoryWarning", "GpuMemoryCritical", "GpuMemoryClimbing",
-                      "GpuMemoryExhaustedWithinHour"]
+    assert alerts == [
+        "GpuMemoryNotice",
+        "GpuMemoryWarning",
+        "GpuMemoryCritical",
+        "GpuMemoryClimbing",
+        "GpuMemoryExhaustedWithinHour",
+    ]
     levels = {r["labels"]["severity"]: _threshold(r["expr"]) for r in rules[:3]}
     assert levels == {"notice": 0.70, "warning": 0.85, "critical": 0.95}
     climbing, predict = rules[3]["expr"], rules[4]["expr"]
@@ -84,9 +93,17 @@ def test_untuned_rules_have_the_articles_levels_gradient_and_prediction():
     assert "unless" not in text
 
 
-@pytest.mark.parametrize("bad", ["deriv(DCGM_FI_DEV_FB_USED[15m] > 1", "rate(DCGM_FI_DEV_FB_USED[5m]) > 1",
-                                 "DCGM_FI_DEV_GPU_UTIL > 1", 'DCGM_FI_DEV_FB_FREE{host="a"} < 1',
-                                 "DCGM_FI_DEV_FB_FREE[15x] < 1", "DCGM_FI_DEV_FB_FREE"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "deriv(DCGM_FI_DEV_FB_USED[15m] > 1",
+        "rate(DCGM_FI_DEV_FB_USED[5m]) > 1",
+        "DCGM_FI_DEV_GPU_UTIL > 1",
+        'DCGM_FI_DEV_FB_FREE{host="a"} < 1',
+        "DCGM_FI_DEV_FB_FREE[15x] < 1",
+        "DCGM_FI_DEV_FB_FREE",
+    ],
+)
 def test_the_promql_check_catches_mistakes(bad):
     with pytest.raises(AssertionError):
         check_promql(bad)
@@ -129,8 +146,9 @@ def test_fleet_document_has_per_device_rules(fleet_con):
     assert notices[0]["expr"].endswith(f"unless on(Hostname, gpu) (DCGM_FI_DEV_FB_USED{{{selector}}})")
     assert _threshold(notices[0]["expr"]) == 0.70
     assert selector in notices[1]["expr"] and _threshold(notices[1]["expr"]) > 0.99
-    headroom = {re.search(r'Hostname="([^"]+)"', r["expr"]).group(1): r for r in rules
-                if r["alert"] == "GpuMemoryHeadroomLow"}
+    headroom = {
+        re.search(r'Hostname="([^"]+)"', r["expr"]).group(1): r for r in rules if r["alert"] == "GpuMemoryHeadroomLow"
+    }
     assert set(headroom) == {t.instance for t in tunings} - {"a100-05"}  # its requests draw on what it holds
     a10 = next(t for t in tunings if t.instance == "a10-01")
     assert headroom["a10-01"]["expr"].endswith(f"< {math.ceil(1.2 * a10.largest_need_bytes / (1 << 20))}")
@@ -154,6 +172,6 @@ def test_cli_writes_the_rule_file(run_cli, fleet_db, fleet_con, tmp_path):
 def test_cli_names_a_missing_database(run_cli, tmp_path):
     result = run_cli("alerts", "export", "--db", tmp_path / "none.duckdb")
     assert result.exit_code == 1
-    assert result.stderr == (f"Error: no database at {tmp_path / 'none.duckdb'} (run `oomlab ingest` first or "
-                             "pass --db)\n")
-
+    assert result.stderr == (
+        f"Error: no database at {tmp_path / 'none.duckdb'} (run `oomlab ingest` first or pass --db)\n"
+    )

@@ -47,13 +47,13 @@ def replay(cap: Capture, fake: FakeMemory, row: dict, message: str | None = None
     """One logged request's memory story through the fake: its before-state, its peak, at an OOM the state
     the H200 log recorded and the real message, then unwinding to its after-state."""
     fake.set(allocated=row["allocated_before"], reserved=row["reserved_before"], free=row["device_free_after"])
-    with cap.request(row["request_id"], row["batch_size"], row["input_sequence_length"],
-                     row["output_sequence_length"]):
+    with cap.request(row["request_id"], row["batch_size"], row["input_sequence_length"], row["output_sequence_length"]):
         fake.set(allocated=row["peak_allocated"])
         try:
             if message is not None:
-                fake.set(allocated=row["allocator_allocated"], reserved=row["reserved_memory"],
-                         free=row["available_memory"])
+                fake.set(
+                    allocated=row["allocator_allocated"], reserved=row["reserved_memory"], free=row["available_memory"]
+                )
                 fake.out_of_memory(row["requested_size"], message)
         finally:  # the exception leaving the handler frees the request's tensors
             fake.set(allocated=row["allocated_after"], reserved=row["reserved_after"])
@@ -92,11 +92,18 @@ def test_a_request_is_one_line_of_canonical_fields(capture: Capture, fake: FakeM
     assert set(line) <= set(FIELD_NAMES)
     assert line["ts"].endswith("Z") and line["status"] == "ok" and line["latency_ms"] >= 0
     assert (line["instance"], line["gpu_index"], line["model_version"], line["request_id"]) == (
-        "gpu-b-1", 0, "llama-mini-v3", "r1")
+        "gpu-b-1",
+        0,
+        "llama-mini-v3",
+        "r1",
+    )
     assert (line["batch_size"], line["input_sequence_length"], line["output_sequence_length"]) == (1, 100, 8)
     assert (line["allocated_before"], line["reserved_before"]) == (346065920, 778043392)
     assert (line["allocated_after"], line["reserved_after"], line["peak_allocated"]) == (
-        379620352, 784334848, 385437696)
+        379620352,
+        784334848,
+        385437696,
+    )
     assert line["device_total"] == 150109880320
 
 
@@ -110,8 +117,7 @@ def test_the_peak_is_the_requests_own(capture: Capture, fake: FakeMemory, tmp_pa
     assert [line["peak_allocated"] for line in written_lines(tmp_path / "logs")] == [5 * GIB, 2 * GIB]
 
 
-def test_real_requests_replayed_are_ingested_like_the_h200_log(capture: Capture, fake: FakeMemory,
-                                                                  tmp_path: Path):
+def test_real_requests_replayed_are_ingested_like_the_h200_log(capture: Capture, fake: FakeMemory, tmp_path: Path):
     ok, oom = first_oom_and_one_before()
     message = real_oom_messages()[oom["request_id"]]
     assert message == oom["error"] and message.startswith("CUDA out of memory. Tried to allocate 398.00 MiB.")
@@ -122,10 +128,26 @@ def test_real_requests_replayed_are_ingested_like_the_h200_log(capture: Capture,
     capture.close()
 
     con = ingest([tmp_path / "logs"], tmp_path / "capture.duckdb")
-    columns = ["instance", "model_version", "request_id", "status", "batch_size", "input_sequence_length",
-               "output_sequence_length", "allocated_before", "reserved_before", "allocated_after",
-               "reserved_after", "peak_allocated", "device_total", "requested_size", "available_memory",
-               "allocator_allocated", "reserved_memory", "error"]
+    columns = [
+        "instance",
+        "model_version",
+        "request_id",
+        "status",
+        "batch_size",
+        "input_sequence_length",
+        "output_sequence_length",
+        "allocated_before",
+        "reserved_before",
+        "allocated_after",
+        "reserved_after",
+        "peak_allocated",
+        "device_total",
+        "requested_size",
+        "available_memory",
+        "allocator_allocated",
+        "reserved_memory",
+        "error",
+    ]
     got = con.execute(f"SELECT {', '.join(columns)} FROM requests ORDER BY line").fetchall()
     assert got == [tuple(row.get(c) for c in columns) for row in (ok, oom)]
     assert con.execute("SELECT count(*) FROM rejects").fetchall() == [(0,)]
@@ -140,10 +162,12 @@ def test_the_oom_event_equals_the_one_from_the_real_log(capture: Capture, fake: 
     real.parent.mkdir()
     real.write_text(json.dumps(oom) + "\n")
 
-    columns = ("instance, gpu_index, model_version, framework, origin, requested_bytes, total_capacity_bytes, "
-               "free_bytes, reserved_bytes, allocated_by_pytorch_bytes, reserved_unallocated_bytes, "
-               "process_in_use_bytes, other_processes, batch_size, input_sequence_length, "
-               "output_sequence_length, message, request_id")
+    columns = (
+        "instance, gpu_index, model_version, framework, origin, requested_bytes, total_capacity_bytes, "
+        "free_bytes, reserved_bytes, allocated_by_pytorch_bytes, reserved_unallocated_bytes, "
+        "process_in_use_bytes, other_processes, batch_size, input_sequence_length, "
+        "output_sequence_length, message, request_id"
+    )
     events = []
     for folder in (tmp_path / "logs", real.parent):
         with ingest([folder], tmp_path / f"{folder.name}.duckdb") as con:
@@ -204,14 +228,20 @@ def test_the_decorator_reads_fields_from_the_handlers_arguments(capture: Capture
         return len(body["prompts"])
 
     assert generate("hi", 4, 512, request_id="a") == "HI"
-    assert generate(prompt="p", batch_size=2, input_sequence_length=8, output_sequence_length=1,
-                    request_id="b") == "P"
+    assert generate(prompt="p", batch_size=2, input_sequence_length=8, output_sequence_length=1, request_id="b") == "P"
     assert Server().handle("c", 3) == 6
     assert asyncio.run(serve({"id": "d", "prompts": ["x", "y"]})) == 2
     assert generate.__doc__ == "Docstring kept."
     capture.flush()
-    got = [(line["request_id"], line.get("batch_size"), line.get("input_sequence_length"),
-            line.get("output_sequence_length")) for line in written_lines(tmp_path / "logs")]
+    got = [
+        (
+            line["request_id"],
+            line.get("batch_size"),
+            line.get("input_sequence_length"),
+            line.get("output_sequence_length"),
+        )
+        for line in written_lines(tmp_path / "logs")
+    ]
     assert got == [("a", 4, 512, 16), ("b", 2, 8, 1), ("c", 3, None, None), ("d", 2, None, None)]
 
 
@@ -237,8 +267,9 @@ def test_without_cuda_it_logs_status_and_latency_and_ingest_reads_it(tmp_path: P
     assert set(first) == {"ts", "instance", "gpu_index", "model_version", "request_id", "status", "latency_ms"}
     assert (first["status"], second["status"], second["error"]) == ("ok", "error", "KeyError: 'k'")
     with ingest([tmp_path / "logs"], tmp_path / "db.duckdb") as con:
-        rows = con.execute("SELECT instance, request_id, status, latency_ms >= 0, allocated_after FROM requests "
-                           "ORDER BY line").fetchall()
+        rows = con.execute(
+            "SELECT instance, request_id, status, latency_ms >= 0, allocated_after FROM requests ORDER BY line"
+        ).fetchall()
     assert rows == [("cpu-1", "n1", "ok", True, None), ("cpu-1", "n2", "error", True, None)]
 
 
@@ -282,5 +313,9 @@ def test_any_value_a_caller_passes_makes_valid_json_or_no_line(capture: Capture,
     capture.flush()
     [line] = written_lines(tmp_path / "logs")
     assert (line["request_id"], line["batch_size"], line["score"], line["note"]) == (
-        "00000000-0000-0000-0000-000000000007", 4, None, "naïve")
+        "00000000-0000-0000-0000-000000000007",
+        4,
+        None,
+        "naïve",
+    )
     assert "cannot log a request: RuntimeError('no str')" in caplog.text

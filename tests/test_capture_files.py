@@ -134,15 +134,16 @@ def real_snapshot() -> object:
 
 def test_an_oom_snapshot_is_ingested_with_the_instance_from_its_name(tmp_path: Path, real_snapshot):
     fake = FakeMemory(snapshot_data=real_snapshot)
-    with Capture(tmp_path / "logs", instance="gpu-b-1", memory=fake,
-                 snapshots=SnapshotPolicy(max_entries=5000)) as cap:
+    with Capture(tmp_path / "logs", instance="gpu-b-1", memory=fake, snapshots=SnapshotPolicy(max_entries=5000)) as cap:
         assert fake.history == (5000, "python")
         fail_once_oom(cap, fake, "gpu-b-1-00031")
     [dumped] = (tmp_path / "logs").glob("*.pickle.gz")
     assert dumped.name.startswith("gpu-b-1.oom-snapshot.gpu0.") and dumped.name.endswith("Z.pickle.gz")
 
-    query = ("SELECT s.instance, s.block_count, s.trace_event_count, count(o.event_id), sum(o.requested_bytes) "
-             "FROM snapshots s LEFT JOIN oom_events o ON o.snapshot_id = s.snapshot_id GROUP BY ALL")
+    query = (
+        "SELECT s.instance, s.block_count, s.trace_event_count, count(o.event_id), sum(o.requested_bytes) "
+        "FROM snapshots s LEFT JOIN oom_events o ON o.snapshot_id = s.snapshot_id GROUP BY ALL"
+    )
     with_label = IngestOptions(instance="gpu-b-1")
     api.ingest(tmp_path / "original.duckdb", [str(MIXED / "snapshot_first_oom.pickle.gz")], with_label)
     api.ingest(tmp_path / "captured.duckdb", [str(tmp_path / "logs")], IngestOptions())  # labels from names

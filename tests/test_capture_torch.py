@@ -43,8 +43,10 @@ class FakeTorch:
             reset_peak_memory_stats=lambda device: self.calls.append(("reset_peak", device)),
             get_device_properties=lambda device: SimpleNamespace(total_memory=150109880320),
             mem_get_info=lambda device: (295239680, 150109880320),
-            memory=SimpleNamespace(_record_memory_history=lambda **kw: self.calls.append(("history", kw)),
-                                   _snapshot=lambda: {"segments": [], "device_traces": [[]]}),
+            memory=SimpleNamespace(
+                _record_memory_history=lambda **kw: self.calls.append(("history", kw)),
+                _snapshot=lambda: {"segments": [], "device_traces": [[]]},
+            ),
         )
         self._C = SimpleNamespace(_cuda_attach_out_of_memory_observer=self.attached.append)
 
@@ -58,12 +60,17 @@ def h200_stats() -> dict[str, int]:
 def test_the_cuda_backend_reads_allocated_reserved_and_peak_from_one_stats_call(h200_stats):
     torch = FakeTorch(h200_stats)
     memory = TorchCudaMemory(torch, 0)
-    assert memory.counters() == (h200_stats["allocated_bytes.all.current"], h200_stats["reserved_bytes.all.current"],
-                                 h200_stats["allocated_bytes.all.peak"])
+    assert memory.counters() == (
+        h200_stats["allocated_bytes.all.current"],
+        h200_stats["reserved_bytes.all.current"],
+        h200_stats["allocated_bytes.all.peak"],
+    )
     memory.reset_peak()
     assert memory.record_history(20_000, "python")
-    assert torch.calls == [("reset_peak", 0), ("history", {"enabled": "all", "context": "all", "stacks": "python",
-                                                           "max_entries": 20_000})]
+    assert torch.calls == [
+        ("reset_peak", 0),
+        ("history", {"enabled": "all", "context": "all", "stacks": "python", "max_entries": 20_000}),
+    ]
     assert (memory.device_total(), memory.device_free()) == (150109880320, 295239680)
 
 

@@ -46,8 +46,7 @@ def truth() -> pl.DataFrame:
 @pytest.fixture(scope="module")
 def joined(classified, truth) -> pl.DataFrame:
     # the fleet's events: its request logs' model versions, and the text log of a10-06 (no version)
-    fleet = classified.filter(pl.col("model_version").str.starts_with("assist-")
-                              | (pl.col("instance") == "a10-06"))
+    fleet = classified.filter(pl.col("model_version").str.starts_with("assist-") | (pl.col("instance") == "a10-06"))
     causes = truth.select("instance", "ts", pl.col("cause").alias("truth"))
     out = fleet.join(causes, on=["instance", "ts"], how="left")
     assert out["truth"].null_count() == 0 and out.height == TRUTHS["counts"]["oom_events"]
@@ -55,6 +54,7 @@ def joined(classified, truth) -> pl.DataFrame:
 
 
 # --- the sample fleet ------------------------------------------------------------------------------------
+
 
 def test_every_event_gets_one_cause_with_numbers(fleet_con, classified):
     events = fleet_con.sql("SELECT count(*) FROM oom_events").fetchall()[0][0]
@@ -123,6 +123,7 @@ def test_since_and_until_select_events_by_time(fleet_con, classified):
 
 # --- real H200 captures ----------------------------------------------------------------------------------
 
+
 def test_serve_mixed_is_capacity_under_external_pressure(classified):
     mixed = classified.filter(pl.col("instance") == "gpu-b-1")
     assert mixed.height == 4
@@ -146,11 +147,19 @@ def h200_db(tmp_path_factory) -> Path:
     """The fragmentation captures (messages and snapshot) and serve_leak with its first-OOM snapshot."""
     path = tmp_path_factory.mktemp("h200") / "h200.duckdb"
     runs = [
-        ["--instance", "h200-frag", H200 / "fragmentation/oom_messages.txt.gz",
-         H200 / "fragmentation_expandable/oom_messages.txt.gz",
-         H200 / "fragmentation/snapshot_fragmented_oom.pickle.gz"],
-        ["--instance", "gpu-a-0", H200 / "serve_leak/requests.jsonl.gz",
-         H200 / "serve_leak/snapshot_first_oom.pickle.gz"],
+        [
+            "--instance",
+            "h200-frag",
+            H200 / "fragmentation/oom_messages.txt.gz",
+            H200 / "fragmentation_expandable/oom_messages.txt.gz",
+            H200 / "fragmentation/snapshot_fragmented_oom.pickle.gz",
+        ],
+        [
+            "--instance",
+            "gpu-a-0",
+            H200 / "serve_leak/requests.jsonl.gz",
+            H200 / "serve_leak/snapshot_first_oom.pickle.gz",
+        ],
     ]
     for args in runs:
         result = CliRunner().invoke(cli, ["ingest", *map(str, args), "--db", str(path), "--quiet"])
@@ -191,10 +200,32 @@ def test_a_snapshot_of_a_logged_oom_is_linked_not_counted_twice(h200_db, h200):
 # --- single rules ----------------------------------------------------------------------------------------
 
 _BLANK = OomFacts(
-    origin="message", framework="pytorch", requested=None, free=None, reserved=None, unallocated=None,
-    in_use=None, other=None, other_pids=(), cap=None, device_total=None, batch=None, input_tokens=None,
-    output_tokens=None, tokens=None, baseline=None, healthy_baseline=None, need=None, healthy_need=None,
-    limit=None, card="24 GiB", leaking=False, pool=False, slope=None, snapshot=None)
+    origin="message",
+    framework="pytorch",
+    requested=None,
+    free=None,
+    reserved=None,
+    unallocated=None,
+    in_use=None,
+    other=None,
+    other_pids=(),
+    cap=None,
+    device_total=None,
+    batch=None,
+    input_tokens=None,
+    output_tokens=None,
+    tokens=None,
+    baseline=None,
+    healthy_baseline=None,
+    need=None,
+    healthy_need=None,
+    limit=None,
+    card="24 GiB",
+    leaking=False,
+    pool=False,
+    slope=None,
+    snapshot=None,
+)
 
 
 def test_a_message_without_sizes_is_unknown():
@@ -202,16 +233,28 @@ def test_a_message_without_sizes_is_unknown():
 
 
 def test_a_cap_with_free_device_memory_is_process_cap():
-    facts = replace(_BLANK, requested=GIB, free=100 * GIB, reserved=4 * GIB, unallocated=GIB // 10,
-                    cap=4 * GIB)
+    facts = replace(_BLANK, requested=GIB, free=100 * GIB, reserved=4 * GIB, unallocated=GIB // 10, cap=4 * GIB)
     verdict = decide(facts)
     assert verdict.cause == "process_cap" and "capped at 4.00 GiB" in verdict.evidence
 
 
 def test_a_request_well_inside_the_card_on_a_healthy_baseline_is_a_transient_peak():
-    facts = replace(_BLANK, requested=GIB, free=GIB // 2, reserved=10 * GIB, unallocated=0, tokens=1000,
-                    batch=1, input_tokens=900, output_tokens=100, baseline=4 * GIB, healthy_baseline=4 * GIB,
-                    need=8 * GIB, healthy_need=8 * GIB, limit=17 * GIB)
+    facts = replace(
+        _BLANK,
+        requested=GIB,
+        free=GIB // 2,
+        reserved=10 * GIB,
+        unallocated=0,
+        tokens=1000,
+        batch=1,
+        input_tokens=900,
+        output_tokens=100,
+        baseline=4 * GIB,
+        healthy_baseline=4 * GIB,
+        need=8 * GIB,
+        healthy_need=8 * GIB,
+        limit=17 * GIB,
+    )
     assert decide(facts).cause == "transient_peak"
 
 

@@ -47,11 +47,16 @@ def test_ingest_summary_and_query_formats(run_cli, db):
     assert "1 sources: 1 ingested, 0 skipped, 0 failed; 101 rows, 0 rejects" in ingest.stdout
     query = "SELECT request_id, requested_bytes FROM oom_events ORDER BY line LIMIT 2"
     as_json = run_cli("query", query, "--db", db, "--format", "json")
-    assert json.loads(as_json.stdout) == [{"request_id": "gpu-b-1-00031", "requested_bytes": 417333248},
-                                          {"request_id": "gpu-b-1-00058", "requested_bytes": 606076928}]
+    assert json.loads(as_json.stdout) == [
+        {"request_id": "gpu-b-1-00031", "requested_bytes": 417333248},
+        {"request_id": "gpu-b-1-00058", "requested_bytes": 606076928},
+    ]
     as_csv = run_cli("query", query, "--db", db, "--format", "csv")
-    assert as_csv.stdout.splitlines() == ["request_id,requested_bytes", "gpu-b-1-00031,417333248",
-                                          "gpu-b-1-00058,606076928"]
+    assert as_csv.stdout.splitlines() == [
+        "request_id,requested_bytes",
+        "gpu-b-1-00031,417333248",
+        "gpu-b-1-00058,606076928",
+    ]
     assert "gpu-b-1-00031" in run_cli("query", query, "--db", db).stdout
 
 
@@ -66,15 +71,16 @@ def test_query_errors_are_one_line(run_cli, db):
     run_cli("ingest", H200 / "serve_leak" / "requests.jsonl.gz", "--db", db)
     result = run_cli("query", "SELECT nope FROM requests", "--db", db)
     assert result.exit_code == 1
-    assert result.stderr.startswith("Error: query failed: Binder Error: Referenced column \"nope\" not found")
+    assert result.stderr.startswith('Error: query failed: Binder Error: Referenced column "nope" not found')
     assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_query_without_database(run_cli, tmp_path):
     result = run_cli("query", "SELECT 1", "--db", tmp_path / "none.duckdb")
     assert result.exit_code == 1
-    assert result.stderr.strip() == (f"Error: no database at {tmp_path / 'none.duckdb'} "
-                                     "(run `oomlab ingest` first or pass --db)")
+    assert result.stderr.strip() == (
+        f"Error: no database at {tmp_path / 'none.duckdb'} (run `oomlab ingest` first or pass --db)"
+    )
 
 
 def test_db_from_environment(run_cli, db, monkeypatch, sql):

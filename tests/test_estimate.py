@@ -54,9 +54,11 @@ def test_kv_estimate_matches_the_kv_cache_the_leaking_service_kept():
     shape = lib.shape_from_config(str(MINI))
     per_token = lib.kv_bytes_per_token(shape)
     assert per_token == 32_768
-    ratios = [(r["allocated_after"] - r["allocated_before"])
-              / (per_token * r["batch_size"] * (r["input_sequence_length"] + r["output_sequence_length"] - 1))
-              for r in _ok_requests("serve_leak")]
+    ratios = [
+        (r["allocated_after"] - r["allocated_before"])
+        / (per_token * r["batch_size"] * (r["input_sequence_length"] + r["output_sequence_length"] - 1))
+        for r in _ok_requests("serve_leak")
+    ]
     assert len(ratios) == 44
     assert min(ratios) == 1.0  # the estimate is never above what was kept ...
     assert abs(statistics.median(ratios) - 1.0) < 0.005  # ... and is it, to the byte, for most requests
@@ -130,8 +132,9 @@ def test_dtypes_scale_weights_and_kv_cache():
 def test_the_card_is_the_smallest_holding_1_3x(batch):
     shape = lib.shape_from_config(str(LLAMA2))
     result = lib.estimate(shape, lib.Workload(batch, 2048, 512))
-    assert result.total_bytes == sum((result.weights_bytes, result.kv_bytes, result.activation_bytes,
-                                      DEFAULT_CONTEXT_BYTES))
+    assert result.total_bytes == sum(
+        (result.weights_bytes, result.kv_bytes, result.activation_bytes, DEFAULT_CONTEXT_BYTES)
+    )
     holding = [c for c in CARDS if c.total_bytes >= result.need_low_bytes]
     if not holding:
         assert result.card is None
@@ -174,21 +177,36 @@ def test_config_errors_name_the_file_and_reason(tmp_path):
 
 
 def test_cli_prints_the_estimate(run_cli):
-    result = run_cli("estimate", "--model", LLAMA2, "--batch", 1, "--input-len", 4096, "--output-len", 256,
-                     "--gpu", "A10")
+    result = run_cli(
+        "estimate", "--model", LLAMA2, "--batch", 1, "--input-len", 4096, "--output-len", 256, "--gpu", "A10"
+    )
     assert result.exit_code == 0, result.output
     assert "6,738,415,616 parameters x fp16" in result.stdout
     # 16.05 GiB: 1.3 x is 20.87 GiB (the A10 has 21.96), 1.5 x is 24.08 GiB
     assert "Smallest card for 1.3 x: A10 24 GB; for 1.5 x: V100 32 GB." in result.stdout
     assert "A10 24 GB holds 1.3 x the estimate (20.87 GiB)." in result.stdout
-    four = run_cli("estimate", "--model", LLAMA2, "--batch", 4, "--input-len", 4096, "--output-len", 256,
-                   "--gpu", "A10")
+    four = run_cli(
+        "estimate", "--model", LLAMA2, "--batch", 4, "--input-len", 4096, "--output-len", 256, "--gpu", "A10"
+    )
     assert "A10 24 GB does not hold 1.3 x the estimate" in four.stdout
 
 
 def test_cli_json_agrees_with_the_library(run_cli):
-    result = run_cli("estimate", *SHAPE_7B, "--batch", 4, "--input-len", 2048, "--output-len", 512,
-                     "--kv-dtype", "fp8", "--context", "512MiB", "--json")
+    result = run_cli(
+        "estimate",
+        *SHAPE_7B,
+        "--batch",
+        4,
+        "--input-len",
+        2048,
+        "--output-len",
+        512,
+        "--kv-dtype",
+        "fp8",
+        "--context",
+        "512MiB",
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     shape = lib.shape_from_params(7_000_000_000, "bf16", 32, 32, 128)
@@ -204,8 +222,9 @@ def test_cli_errors_are_one_line(run_cli, tmp_path):
     work = ("--batch", 1, "--input-len", 10, "--output-len", 10)
     bad_params = run_cli("estimate", *SHAPE_7B[:1], "7X", *SHAPE_7B[2:], *work)
     assert bad_params.exit_code == 2
-    assert bad_params.stderr.splitlines()[-1] == ("Error: Invalid value for '--params': '7X' is not a parameter "
-                                                  "count (write e.g. 7B, 500M or 6738415616)")
+    assert bad_params.stderr.splitlines()[-1] == (
+        "Error: Invalid value for '--params': '7X' is not a parameter count (write e.g. 7B, 500M or 6738415616)"
+    )
     bad_gpu = run_cli("estimate", *SHAPE_7B, *work, "--gpu", "B200")
     assert bad_gpu.exit_code == 2
     assert bad_gpu.stderr.splitlines()[-1].startswith("Error: Invalid value for '--gpu': unknown GPU 'B200'")
@@ -215,16 +234,31 @@ def test_cli_errors_are_one_line(run_cli, tmp_path):
     assert unreadable.stderr == f"Error: {missing}: cannot read the config: No such file or directory\n"
     no_shape = run_cli("estimate", "--params", "7B", *work)
     assert no_shape.exit_code == 2
-    assert no_shape.stderr.splitlines()[-1] == ("Error: give --model CONFIG.JSON, or the shape: missing --dtype, "
-                                                "--layers, --kv-heads, --head-dim")
+    assert no_shape.stderr.splitlines()[-1] == (
+        "Error: give --model CONFIG.JSON, or the shape: missing --dtype, --layers, --kv-heads, --head-dim"
+    )
     both = run_cli("estimate", "--model", MINI, "--layers", 4, *work)
     assert both.exit_code == 2
     assert both.stderr.splitlines()[-1] == "Error: --layers come from --model's config: give one or the other"
 
 
 def test_db_sets_the_estimate_beside_the_measured_peaks(run_cli, fleet_db):
-    result = run_cli("estimate", "--model", MINI, "--batch", 1, "--input-len", 512, "--output-len", 64,
-                     "--db", fleet_db, "--model-version", "llama-mini-v3", "--json")
+    result = run_cli(
+        "estimate",
+        "--model",
+        MINI,
+        "--batch",
+        1,
+        "--input-len",
+        512,
+        "--output-len",
+        64,
+        "--db",
+        fleet_db,
+        "--model-version",
+        "llama-mini-v3",
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     [h200] = json.loads(result.stdout)["measured"]
     assert h200["card"] == "H200 141 GB"
@@ -236,8 +270,21 @@ def test_db_sets_the_estimate_beside_the_measured_peaks(run_cli, fleet_db):
     assert 0.95 < h200["estimated_weights_bytes"] / h200["at_rest_bytes"] <= 1
     # FLEET.md: the four OOM messages show 0.69-0.74 GiB outside PyTorch
     assert 0.69 <= h200["context_bytes"] / (1 << 30) <= 0.74
-    table = run_cli("estimate", "--model", MINI, "--batch", 1, "--input-len", 512, "--output-len", 64,
-                    "--db", fleet_db, "--model-version", "llama-mini-v3")
+    table = run_cli(
+        "estimate",
+        "--model",
+        MINI,
+        "--batch",
+        1,
+        "--input-len",
+        512,
+        "--output-len",
+        64,
+        "--db",
+        fleet_db,
+        "--model-version",
+        "llama-mini-v3",
+    )
     assert "Measured: llama-mini-v3 on H200 141 GB (gpu-b-1, gpu-d-3; 102 requests;" in table.stdout
 
 
@@ -245,8 +292,10 @@ def test_db_without_a_known_version_lists_the_versions(run_cli, fleet_db):
     work = ("--batch", 1, "--input-len", 10, "--output-len", 10)
     unknown = run_cli("estimate", "--model", MINI, *work, "--db", fleet_db, "--model-version", "llama-9")
     assert unknown.exit_code == 1
-    assert unknown.stderr.startswith("Error: no successful requests of model version 'llama-9' in the database "
-                                     "(pass --model-version; versions with requests: assist-1.8b-v1.4,")
+    assert unknown.stderr.startswith(
+        "Error: no successful requests of model version 'llama-9' in the database "
+        "(pass --model-version; versions with requests: assist-1.8b-v1.4,"
+    )
     unnamed = run_cli("estimate", "--model", MINI, *work, "--db", fleet_db)
     assert unnamed.exit_code == 1
     assert unnamed.stderr.startswith("Error: which model version to compare with? (pass --model-version;")

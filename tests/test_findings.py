@@ -69,23 +69,35 @@ def test_the_leak_threshold_and_fragmentation_are_found(document):
     truth = TRUTHS["prompt_threshold"]
     assert a10[0]["metrics"]["device_total"] == truth["device_total"]
     assert abs(a10[0]["metrics"]["threshold"] / truth["N"] - 1) < 0.01  # requests within ~1 % go either way
-    assert [f["subject"] for f in _by_kind(document, "fragmentation")] == \
-        [f"instance {TRUTHS['fragmentation']['instance']}"]
+    assert [f["subject"] for f in _by_kind(document, "fragmentation")] == [
+        f"instance {TRUTHS['fragmentation']['instance']}"
+    ]
 
 
 def _finding(kind, subject, impact, **metrics):
-    return Finding(kind=kind, subject=subject, evidence=f"{kind} evidence", advice=f"{kind} advice",
-                   confidence=0.9, impact=impact, metrics=metrics)
+    return Finding(
+        kind=kind,
+        subject=subject,
+        evidence=f"{kind} evidence",
+        advice=f"{kind} advice",
+        confidence=0.9,
+        impact=impact,
+        metrics=metrics,
+    )
 
 
 def test_merge_keeps_the_stronger_finding_and_the_others_evidence():
-    merged = merge_related(rank([
-        _finding("external_pressure", "job backup", 50),
-        _finding("scheduled_job", "job backup", 40),
-        _finding("capacity", "card 21.96 GiB", 30, card="21.96 GiB"),
-        _finding("prompt_threshold", "A10 24 GB", 20, device_total=23581097984),
-        _finding("leak", "model_version v2", 10),
-    ]))
+    merged = merge_related(
+        rank(
+            [
+                _finding("external_pressure", "job backup", 50),
+                _finding("scheduled_job", "job backup", 40),
+                _finding("capacity", "card 21.96 GiB", 30, card="21.96 GiB"),
+                _finding("prompt_threshold", "A10 24 GB", 20, device_total=23581097984),
+                _finding("leak", "model_version v2", 10),
+            ]
+        )
+    )
     assert [(f.kind, f.impact) for f in merged] == [("external_pressure", 50), ("capacity", 30), ("leak", 10)]
     assert merged[0].evidence == "external_pressure evidence Also (scheduled_job): scheduled_job evidence"
     assert merged[1].metrics["related"][0]["kind"] == "prompt_threshold"

@@ -21,8 +21,11 @@ DURING_LEAK = datetime(2026, 11, 10, 12)
 REQUEST_LOGS = {i["name"] for i in TRUTHS["instances"] if i["log"] == "requests"}
 LEAKING = sorted(set(TRUTHS["leak"]["bytes_per_hour"]) & REQUEST_LOGS)
 CACHE = TRUTHS["cache_growth"]["instance"]
-STABLE = sorted(i["name"] for i in TRUTHS["instances"]
-                if i["log"] == "requests" and i["leak_bytes_per_hour"] == 0 and i["name"] != CACHE)
+STABLE = sorted(
+    i["name"]
+    for i in TRUTHS["instances"]
+    if i["log"] == "requests" and i["leak_bytes_per_hour"] == 0 and i["name"] != CACHE
+)
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +45,14 @@ def test_hour_profile_separates_the_day_from_the_trend() -> None:
     hours = [datetime(2026, 1, 1) + timedelta(hours=h) for h in range(24 * 6)]
     days = np.arange(len(hours)) / 24
     daily = 0.05 * np.sin(2 * np.pi * (np.arange(len(hours)) % 24) / 24)
-    device = pl.DataFrame({"lifetime": [1] * len(hours), "days": days, "hod": [h.hour for h in hours],
-                           "held_level": 0.3 + 0.02 * days + daily})
+    device = pl.DataFrame(
+        {
+            "lifetime": [1] * len(hours),
+            "days": days,
+            "hod": [h.hour for h in hours],
+            "held_level": 0.3 + 0.02 * days + daily,
+        }
+    )
     profile = hour_profile(device, "held_level")
     assert np.allclose(profile, daily[:24], atol=0.005)
 

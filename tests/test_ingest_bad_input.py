@@ -25,16 +25,19 @@ def _jsonl(path, lines):
 
 
 def test_bad_lines_are_rejected_with_their_line_and_the_rest_loads(tmp_path, db, run_cli, sql):
-    path = _jsonl(tmp_path / "mixed.jsonl", [
-        GOOD,
-        '{"ts": "2026-11-30T01:00:01Z", "batch_size": 3,',          # 2: cut off
-        {**GOOD, "batch_size": "many"},                              # 3: wrong type
-        {"instance": "gpu-1", "batch_size": 1, "input_sequence_length": 9},  # 4: no timestamp
-        "[1, 2, 3]",                                                 # 5: not an object
-        {**GOOD, "ts": "yesterday"},                                 # 6: unreadable time
-        {**GOOD, "requested_size": "12 parsecs"},                   # 7: not a size
-        {**GOOD, "batch_size": 5},                                   # 8: fine
-    ])
+    path = _jsonl(
+        tmp_path / "mixed.jsonl",
+        [
+            GOOD,
+            '{"ts": "2026-11-30T01:00:01Z", "batch_size": 3,',  # 2: cut off
+            {**GOOD, "batch_size": "many"},  # 3: wrong type
+            {"instance": "gpu-1", "batch_size": 1, "input_sequence_length": 9},  # 4: no timestamp
+            "[1, 2, 3]",  # 5: not an object
+            {**GOOD, "ts": "yesterday"},  # 6: unreadable time
+            {**GOOD, "requested_size": "12 parsecs"},  # 7: not a size
+            {**GOOD, "batch_size": 5},  # 8: fine
+        ],
+    )
     result = run_cli("ingest", path, "--db", db)
     assert result.exit_code == 0
     assert sql("SELECT line, batch_size FROM requests ORDER BY line") == [(1, 2), (8, 5)]
@@ -76,19 +79,25 @@ def test_lines_that_are_not_utf8_are_rejected(tmp_path, db, run_cli, sql):
 
 def test_csv_rows_with_the_wrong_number_of_fields(tmp_path, db, run_cli, sql):
     path = tmp_path / "short.csv"
-    path.write_text("ts,instance,batch_size,input_sequence_length\n2026-11-30T01:00:00Z,a,1,5\n"
-                    "2026-11-30T01:00:01Z,a\n2026-11-30T01:00:02Z,a,3,7\n")
+    path.write_text(
+        "ts,instance,batch_size,input_sequence_length\n2026-11-30T01:00:00Z,a,1,5\n"
+        "2026-11-30T01:00:01Z,a\n2026-11-30T01:00:02Z,a,3,7\n"
+    )
     assert run_cli("ingest", path, "--db", db).exit_code == 0
     assert sql("SELECT line, batch_size FROM requests ORDER BY line") == [(2, 1), (4, 3)]
     assert sql("SELECT line, reason FROM rejects") == [(3, "2 fields where the header has 4")]
 
 
-@pytest.mark.parametrize(("name", "content", "reason"), [
-    ("junk.bin", bytes(range(256)) * 40, "binary content that is neither a snapshot pickle nor Parquet"),
-    ("broken.jsonl.gz", b"\x1f\x8b\x08\x00garbage", "cannot read"),
-])
-def test_whole_file_failures_name_the_file_and_other_files_still_load(tmp_path, db, run_cli, sql, name, content,
-                                                                      reason):
+@pytest.mark.parametrize(
+    ("name", "content", "reason"),
+    [
+        ("junk.bin", bytes(range(256)) * 40, "binary content that is neither a snapshot pickle nor Parquet"),
+        ("broken.jsonl.gz", b"\x1f\x8b\x08\x00garbage", "cannot read"),
+    ],
+)
+def test_whole_file_failures_name_the_file_and_other_files_still_load(
+    tmp_path, db, run_cli, sql, name, content, reason
+):
     bad = tmp_path / name
     bad.write_bytes(content)
     good = _jsonl(tmp_path / "good.jsonl", [GOOD])
@@ -156,18 +165,29 @@ def test_an_interrupted_ingest_leaves_no_partial_source(tmp_path, db, run_cli, s
 
 
 def test_a_second_ingest_on_a_busy_database_fails_at_once(tmp_path, db, run_cli, sql):
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         import duckdb, sys, time
         con = duckdb.connect({str(db)!r})
         print("locked", flush=True)
         sys.stdin.read()
-    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         result = run_cli("ingest", _jsonl(tmp_path / "g.jsonl", [GOOD]), "--db", db)
         assert result.exit_code == 1
-        assert result.stderr.strip() == (f"Error: database {db} is busy: another oomlab process is using it "
-                                         "(wait for it to finish or pass another --db)")
+        assert result.stderr.strip() == (
+            f"Error: database {db} is busy: another oomlab process is using it "
+            "(wait for it to finish or pass another --db)"
+        )
     finally:
         holder.communicate("")
     assert run_cli("ingest", tmp_path / "g.jsonl", "--db", db).exit_code == 0

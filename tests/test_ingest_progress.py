@@ -21,25 +21,35 @@ from oomlab.parse.textscan import Window
 from conftest import H200
 
 MESSAGE = gzip.decompress((H200 / "serve_mixed" / "oom_messages.txt.gz").read_bytes()).split(b"\n")[1]
-PACK = {"plain": lambda data: data, "gzip": gzip.compress, "xz": lambda data: lzma.compress(data, preset=0),
-        "zstd": zstandard.ZstdCompressor().compress}
+PACK = {
+    "plain": lambda data: data,
+    "gzip": gzip.compress,
+    "xz": lambda data: lzma.compress(data, preset=0),
+    "zstd": zstandard.ZstdCompressor().compress,
+}
 
 
 def service_log(tmp_path: Path, kind: str, messages: int = 3000) -> Path:
     """A log of filler and OOM messages (a few MB), stored as `kind`; random request ids keep it from
     compressing to a few KB that a decompressor would read in one go."""
     rng = random.Random(5)
-    data = b"".join(b"".join(b"2026-11-30T01:00:00Z INFO request %032x done\n" % rng.getrandbits(128)
-                             for _ in range(20)) + MESSAGE + b"\n" for _ in range(messages))
+    data = b"".join(
+        b"".join(b"2026-11-30T01:00:00Z INFO request %032x done\n" % rng.getrandbits(128) for _ in range(20))
+        + MESSAGE
+        + b"\n"
+        for _ in range(messages)
+    )
     path = tmp_path / f"service.log.{kind}"
     path.write_bytes(PACK[kind](data))
     return path
 
 
-@pytest.mark.parametrize(("kind", "search"), [("plain", "ripgrep"), ("plain", "in-process"), ("gzip", ""),
-                                              ("xz", ""), ("zstd", "")])
-def test_windows_say_how_far_the_file_is_read(tmp_path: Path, kind: str, search: str,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("kind", "search"), [("plain", "ripgrep"), ("plain", "in-process"), ("gzip", ""), ("xz", ""), ("zstd", "")]
+)
+def test_windows_say_how_far_the_file_is_read(
+    tmp_path: Path, kind: str, search: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if search == "in-process":
         monkeypatch.setenv(RIPGREP_ENV, "off")
     seen: list[float] = []

@@ -20,8 +20,10 @@ def test_serve_mixed_requests_and_their_ooms(db, run_cli, sql):
     result = run_cli("ingest", H200 / "serve_mixed" / "requests.jsonl.gz", "--db", db)
     assert result.exit_code == 0, result.output
     assert sql("SELECT count(*), count(DISTINCT request_id) FROM requests") == [(101, 101)]
-    oom = sql("SELECT line, request_id, origin, framework, requested_bytes, free_bytes, batch_size, "
-              "input_sequence_length, other_processes FROM oom_events ORDER BY line")
+    oom = sql(
+        "SELECT line, request_id, origin, framework, requested_bytes, free_bytes, batch_size, "
+        "input_sequence_length, other_processes FROM oom_events ORDER BY line"
+    )
     assert [r[0] for r in oom] == [31, 58, 92, 93]
     assert oom[0][1:8] == ("gpu-b-1-00031", "structured", "pytorch", 417333248, 295239680, 16, 4623)
     for row in oom:  # every message names the neighbour process and its 135.29 GiB
@@ -32,36 +34,52 @@ def test_serve_mixed_requests_and_their_ooms(db, run_cli, sql):
 
 def test_logged_fields_win_over_parsed_ones(db, run_cli, sql):
     run_cli("ingest", H200 / "serve_mixed" / "requests.jsonl.gz", "--db", db)
-    row = sql("SELECT free_bytes, allocated_by_pytorch_bytes, reserved_unallocated_bytes, process_in_use_bytes, "
-              "total_capacity_bytes FROM oom_events WHERE line = 31")[0]
+    row = sql(
+        "SELECT free_bytes, allocated_by_pytorch_bytes, reserved_unallocated_bytes, process_in_use_bytes, "
+        "total_capacity_bytes FROM oom_events WHERE line = 31"
+    )[0]
     # logged available_memory / allocator_allocated; the message's "281.56 MiB free" would be 295238369
     assert row[:2] == (295239680, 2521736192)
     assert row[2:] == (round(405.08 * (1 << 20)), round(4.22 * GIB), round(139.80 * GIB))
 
 
-@pytest.mark.parametrize(("scenario", "rows", "ooms"), [
-    ("serve_mixed", 101, 4), ("serve_leak", 47, 3), ("cache_bloat", 400, 0), ("big_trace_cpp", 5, 0),
-])
+@pytest.mark.parametrize(
+    ("scenario", "rows", "ooms"),
+    [
+        ("serve_mixed", 101, 4),
+        ("serve_leak", 47, 3),
+        ("cache_bloat", 400, 0),
+        ("big_trace_cpp", 5, 0),
+    ],
+)
 def test_every_fixture_request_log(db, run_cli, sql, scenario, rows, ooms):
     path = H200 / scenario / "requests.jsonl.gz"
     assert run_cli("ingest", path, "--db", db).exit_code == 0
     assert sql("SELECT count(*) FROM requests") == [(rows,)]
     assert sql("SELECT count(*) FROM oom_events WHERE origin = 'structured'") == [(ooms,)]
     first = read_jsonl_gz(path)[0]
-    got = sql("SELECT request_id, batch_size, input_sequence_length, allocated_after, peak_allocated, "
-              "strftime(ts, '%Y-%m-%dT%H:%M:%S.%g') FROM requests WHERE line = 1")[0]
-    assert got == (first["request_id"], first.get("batch_size"), first.get("input_sequence_length"),
-                   first["allocated_after"], first.get("peak_allocated", first.get("allocated_peak")),
-                   first["ts"].removesuffix("Z"))
+    got = sql(
+        "SELECT request_id, batch_size, input_sequence_length, allocated_after, peak_allocated, "
+        "strftime(ts, '%Y-%m-%dT%H:%M:%S.%g') FROM requests WHERE line = 1"
+    )[0]
+    assert got == (
+        first["request_id"],
+        first.get("batch_size"),
+        first.get("input_sequence_length"),
+        first["allocated_after"],
+        first.get("peak_allocated", first.get("allocated_peak")),
+        first["ts"].removesuffix("Z"),
+    )
 
 
 def test_leak_and_cache_bloat_baselines(db, run_cli, sql):
-    run_cli("ingest", H200 / "serve_leak" / "requests.jsonl.gz", H200 / "cache_bloat" / "requests.jsonl.gz",
-            "--db", db)
+    run_cli("ingest", H200 / "serve_leak" / "requests.jsonl.gz", H200 / "cache_bloat" / "requests.jsonl.gz", "--db", db)
     leak = sql("SELECT min(allocated_after), max(allocated_after) FROM requests WHERE instance = 'gpu-a-0'")[0]
     assert round(leak[0] / GIB, 2) == 0.42 and round(leak[1] / GIB, 1) == 4.6
-    bloat = sql("SELECT min(allocated_after), max(allocated_after), min(reserved_after), max(reserved_after) "
-                "FROM requests WHERE instance = 'gpu-c-2'")[0]
+    bloat = sql(
+        "SELECT min(allocated_after), max(allocated_after), min(reserved_after), max(reserved_after) "
+        "FROM requests WHERE instance = 'gpu-c-2'"
+    )[0]
     assert bloat[:2] == (2 * GIB, 2 * GIB)
     assert (round(bloat[2] / GIB, 2), round(bloat[3] / GIB, 2)) == (2.21, 4.80)
 
@@ -97,9 +115,14 @@ def test_formats_and_compressions_load_the_same_rows(tmp_path, db, run_cli, sql,
     path = _compress(plain, compression)
     result = run_cli("ingest", path, "--db", db)
     assert result.exit_code == 0, result.output
-    assert sql("SELECT count(*), sum(batch_size), sum(allocated_after), count(error) FROM requests") == \
-        [(101, sum(r["batch_size"] for r in read_jsonl_gz(H200 / "serve_mixed" / "requests.jsonl.gz")),
-          101 * 379620352, 4)]
+    assert sql("SELECT count(*), sum(batch_size), sum(allocated_after), count(error) FROM requests") == [
+        (
+            101,
+            sum(r["batch_size"] for r in read_jsonl_gz(H200 / "serve_mixed" / "requests.jsonl.gz")),
+            101 * 379620352,
+            4,
+        )
+    ]
     assert sql("SELECT kind FROM sources") == [({"jsonl": "jsonl", "json": "json"}.get(fmt, fmt),)]
     assert sql("SELECT line FROM requests WHERE request_id = 'gpu-b-1-00031'") == [(31 + (fmt == "csv"),)]
     assert sql("SELECT count(*) FROM oom_events") == [(4,)]
@@ -110,8 +133,11 @@ def _compress(path: Path, compression: str | None) -> Path:
         return path
     data = path.read_bytes()
     out = path.with_name(path.name + "." + compression)
-    packed = {"gz": lambda: gzip.compress(data), "xz": lambda: lzma.compress(data),
-              "zst": lambda: zstandard.ZstdCompressor().compress(data)}[compression]()
+    packed = {
+        "gz": lambda: gzip.compress(data),
+        "xz": lambda: lzma.compress(data),
+        "zst": lambda: zstandard.ZstdCompressor().compress(data),
+    }[compression]()
     # a misleading name: the compression is found from the content
     out = out.with_name(out.name.replace("." + compression, ".data"))
     out.write_bytes(packed)
@@ -120,18 +146,41 @@ def _compress(path: Path, compression: str | None) -> Path:
 
 def test_aliases_units_and_time_formats(tmp_path, db, run_cli, sql):
     lines = [
-        {"@timestamp": "2026/11/30 01:49:09.001", "hostname": "gpu-x", "model": "v1", "batch": 4,
-         "prompt_tokens": 100, "requested_bytes": "14.23 GiB", "status": "ok"},
-        {"timestamp": 1764467349, "host": "gpu-x", "model": "v1", "batch": "8", "prompt_tokens": 200,
-         "requested_bytes": "512MB", "status": "ok"},
-        {"time": "2026-11-30T02:49:09+01:00", "host": "gpu-x", "model": "v1", "batch": 2.0,
-         "prompt_tokens": 50, "requested_bytes": "1.5e9", "status": "ok"},
+        {
+            "@timestamp": "2026/11/30 01:49:09.001",
+            "hostname": "gpu-x",
+            "model": "v1",
+            "batch": 4,
+            "prompt_tokens": 100,
+            "requested_bytes": "14.23 GiB",
+            "status": "ok",
+        },
+        {
+            "timestamp": 1764467349,
+            "host": "gpu-x",
+            "model": "v1",
+            "batch": "8",
+            "prompt_tokens": 200,
+            "requested_bytes": "512MB",
+            "status": "ok",
+        },
+        {
+            "time": "2026-11-30T02:49:09+01:00",
+            "host": "gpu-x",
+            "model": "v1",
+            "batch": 2.0,
+            "prompt_tokens": 50,
+            "requested_bytes": "1.5e9",
+            "status": "ok",
+        },
     ]
     path = tmp_path / "aliases.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in lines) + "\n")
     assert run_cli("ingest", path, "--db", db).exit_code == 0
-    rows = sql("SELECT line, strftime(ts, '%Y-%m-%d %H:%M:%S.%g'), instance, model_version, batch_size, "
-               "input_sequence_length, requested_size FROM requests ORDER BY line")
+    rows = sql(
+        "SELECT line, strftime(ts, '%Y-%m-%d %H:%M:%S.%g'), instance, model_version, batch_size, "
+        "input_sequence_length, requested_size FROM requests ORDER BY line"
+    )
     assert rows == [
         (1, "2026-11-30 01:49:09.001", "gpu-x", "v1", 4, 100, round(14.23 * GIB)),
         (2, "2025-11-30 01:49:09.000", "gpu-x", "v1", 8, 200, 512 << 20),
@@ -151,11 +200,24 @@ def test_user_mapping_by_option_and_file(tmp_path, db, run_cli, sql):
     path.write_text("when,box,bsz,toks,kv_bytes\n2026-11-30T01:00:00Z,gpu-9,3,700,2 GiB\n")
     mapping = tmp_path / "map.toml"
     mapping.write_text('[fields]\ninstance = "box"\nbatch_size = "bsz"\n')
-    result = run_cli("ingest", path, "--db", db, "--mapping", mapping, "--map", "ts=when",
-                     "--map", "input_sequence_length=toks", "--map", "requested_size=kv_bytes")
+    result = run_cli(
+        "ingest",
+        path,
+        "--db",
+        db,
+        "--mapping",
+        mapping,
+        "--map",
+        "ts=when",
+        "--map",
+        "input_sequence_length=toks",
+        "--map",
+        "requested_size=kv_bytes",
+    )
     assert result.exit_code == 0, result.output
-    assert sql("SELECT instance, batch_size, input_sequence_length, requested_size, extra FROM requests") == \
-        [("gpu-9", 3, 700, 2 * GIB, None)]
+    assert sql("SELECT instance, batch_size, input_sequence_length, requested_size, extra FROM requests") == [
+        ("gpu-9", 3, 700, 2 * GIB, None)
+    ]
 
 
 def test_labels_fill_missing_instance_and_model_version(tmp_path, db, run_cli, sql):
@@ -171,15 +233,21 @@ def test_labels_fill_missing_instance_and_model_version(tmp_path, db, run_cli, s
 def test_line_numbers_follow_the_file_across_parallel_row_groups(tmp_path, db, run_cli, sql, fmt):
     """300,000 rows span several DuckDB row groups read in parallel: every row keeps its own line."""
     rows = 300_000
-    frame = pl.DataFrame({"ts": [f"2026-11-30T01:{i // 6000 % 60:02d}:{i // 100 % 60:02d}Z" for i in range(rows)],
-                          "request_id": [f"r{i}" for i in range(rows)], "batch_size": [i % 16 + 1 for i in range(rows)],
-                          "input_sequence_length": list(range(rows))})
+    frame = pl.DataFrame(
+        {
+            "ts": [f"2026-11-30T01:{i // 6000 % 60:02d}:{i // 100 % 60:02d}Z" for i in range(rows)],
+            "request_id": [f"r{i}" for i in range(rows)],
+            "batch_size": [i % 16 + 1 for i in range(rows)],
+            "input_sequence_length": list(range(rows)),
+        }
+    )
     path = tmp_path / f"many.{fmt}"
     _write(frame, path, fmt)
     assert run_cli("ingest", path, "--db", db).exit_code == 0
     header = 1 if fmt == "csv" else 0
-    assert sql("SELECT count(*), count(*) FILTER (line = input_sequence_length + 1 + ?) FROM requests",
-               [header]) == [(rows, rows)]
+    assert sql("SELECT count(*), count(*) FILTER (line = input_sequence_length + 1 + ?) FROM requests", [header]) == [
+        (rows, rows)
+    ]
 
 
 def test_an_oom_request_without_its_message_is_still_an_oom_event(tmp_path, db, run_cli, sql):
@@ -190,4 +258,5 @@ def test_an_oom_request_without_its_message_is_still_an_oom_event(tmp_path, db, 
     path.write_text(json.dumps(quiet) + "\n" + json.dumps(rows[0]) + "\n")
     assert run_cli("ingest", path, "--db", db).exit_code == 0
     assert sql("SELECT line, origin, framework, requested_bytes, message FROM oom_events") == [
-        (1, "structured", None, oom["requested_size"], None)]
+        (1, "structured", None, oom["requested_size"], None)
+    ]

@@ -20,9 +20,11 @@ def test_every_fixture_snapshot_ingests_and_totals_agree(db, run_cli, sql):
     assert result.exit_code == 0, result.stderr
     assert sql("SELECT count(*) FROM snapshots") == [(11,)]
     # PyTorch's own accounting: the active blocks add up to what the snapshot calls allocated
-    mismatches = sql("SELECT s.snapshot_id FROM snapshots s JOIN (SELECT snapshot_id, sum(size) AS active "
-                     "FROM blocks WHERE state LIKE 'active%' GROUP BY 1) b USING (snapshot_id) "
-                     "WHERE b.active <> s.active_bytes")
+    mismatches = sql(
+        "SELECT s.snapshot_id FROM snapshots s JOIN (SELECT snapshot_id, sum(size) AS active "
+        "FROM blocks WHERE state LIKE 'active%' GROUP BY 1) b USING (snapshot_id) "
+        "WHERE b.active <> s.active_bytes"
+    )
     assert mismatches == []
     assert sql("SELECT kind, count(*) FROM sources GROUP BY 1") == [("snapshot", 11)]
 
@@ -30,8 +32,10 @@ def test_every_fixture_snapshot_ingests_and_totals_agree(db, run_cli, sql):
 def test_snapshot_oom_entries_become_oom_events(db, run_cli, sql):
     path = H200 / "fragmentation" / "snapshot_fragmented_oom.pickle.gz"
     assert run_cli("ingest", path, "--db", db, "--instance", "gpu-f").exit_code == 0
-    rows = sql("SELECT origin, instance, requested_bytes, free_bytes, snapshot_id IS NOT NULL, "
-               "ts > TIMESTAMP '2026-01-01' FROM oom_events")
+    rows = sql(
+        "SELECT origin, instance, requested_bytes, free_bytes, snapshot_id IS NOT NULL, "
+        "ts > TIMESTAMP '2026-01-01' FROM oom_events"
+    )
     assert rows and all(r == ("snapshot", "gpu-f", GIB, rows[0][3], True, True) for r in rows)
     assert round(rows[0][3] / GIB, 2) == 135.85  # "of which 135.85 GiB is free" in the same run's message
 
@@ -53,8 +57,7 @@ def _calls(global_name: str, argument: str) -> bytes:
     """A protocol-2 pickle that calls `global_name(argument)` when loaded: what an attacker would ship."""
     module, name = global_name.split(".")
     arg = argument.encode()
-    return (b"\x80\x02c" + f"{module}\n{name}\n".encode() + b"X" + len(arg).to_bytes(4, "little") + arg
-            + b"\x85R.")
+    return b"\x80\x02c" + f"{module}\n{name}\n".encode() + b"X" + len(arg).to_bytes(4, "little") + arg + b"\x85R."
 
 
 @pytest.mark.parametrize("global_name", ["os.system", "builtins.eval", "posix.system"])
@@ -94,23 +97,42 @@ def test_a_pickle_of_the_wrong_shape(tmp_path, db, run_cli):
 
 
 def test_inspect_json_answers_the_fixture_truths(run_cli):
-    frag = json.loads(run_cli("snapshot", "inspect", H200 / "fragmentation" / "snapshot_fragmented_oom.pickle.gz",
-                              "--json", "--request", "1 GiB").stdout)
+    frag = json.loads(
+        run_cli(
+            "snapshot",
+            "inspect",
+            H200 / "fragmentation" / "snapshot_fragmented_oom.pickle.gz",
+            "--json",
+            "--request",
+            "1 GiB",
+        ).stdout
+    )
     assert round(frag["reserved_unallocated_bytes"] / GIB, 2) == 1.67
     assert frag["largest_free_block_bytes"] < GIB
     assert frag["fit"]["fits"] is False and frag["fit"]["cause"] == "fragmentation"
     assert [o["cause"] for o in frag["oom_events"]] == ["fragmentation"] * len(frag["oom_events"])
-    expandable = json.loads(run_cli("snapshot", "inspect",
-                                    H200 / "fragmentation_expandable" / "snapshot_fragmented_oom.pickle.gz",
-                                    "--json").stdout)
+    expandable = json.loads(
+        run_cli(
+            "snapshot", "inspect", H200 / "fragmentation_expandable" / "snapshot_fragmented_oom.pickle.gz", "--json"
+        ).stdout
+    )
     assert expandable["expandable_segments"] is True
     assert round(expandable["reserved_unallocated_bytes"] / GIB, 2) == 1.72
-    leak = json.loads(run_cli("snapshot", "inspect", H200 / "serve_leak" / "snapshot_end.pickle.gz",
-                              "--json").stdout)
+    leak = json.loads(run_cli("snapshot", "inspect", H200 / "serve_leak" / "snapshot_end.pickle.gz", "--json").stdout)
     assert leak["leak_suspects"][0]["site"].startswith("transformers/cache_utils.py:update:14")
     assert not any("modeling_utils.py:to" in s["site"] for s in leak["leak_suspects"])
-    stable = {"allocated_bytes", "reserved_bytes", "reserved_unallocated_bytes", "largest_free_block_bytes",
-              "fragmentation", "segments", "trace_events", "top_sites", "leak_suspects", "oom_events"}
+    stable = {
+        "allocated_bytes",
+        "reserved_bytes",
+        "reserved_unallocated_bytes",
+        "largest_free_block_bytes",
+        "fragmentation",
+        "segments",
+        "trace_events",
+        "top_sites",
+        "leak_suspects",
+        "oom_events",
+    }
     assert stable <= set(leak)
 
 
@@ -119,8 +141,15 @@ def test_inspect_tables_and_diff(run_cli):
     assert shown.exit_code == 0
     assert "transformers/cache_utils.py:update:146" in shown.stdout
     assert "4.59 GiB" in shown.stdout  # allocated, as memory_summary() reports it
-    diff = json.loads(run_cli("snapshot", "diff", H200 / "serve_leak" / "snapshot_first_oom.pickle.gz",
-                              H200 / "serve_leak" / "snapshot_end.pickle.gz", "--json").stdout)
+    diff = json.loads(
+        run_cli(
+            "snapshot",
+            "diff",
+            H200 / "serve_leak" / "snapshot_first_oom.pickle.gz",
+            H200 / "serve_leak" / "snapshot_end.pickle.gz",
+            "--json",
+        ).stdout
+    )
     top = {s["site"]: s for s in diff["sites"][:2]}
     assert set(top) == {"transformers/cache_utils.py:update:146", "transformers/cache_utils.py:update:147"}
     assert all(s["delta_blocks"] == 40 for s in top.values())

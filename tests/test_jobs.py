@@ -33,18 +33,25 @@ def tiny_fleet(oom_rule: str, jobs_: list[Job]) -> duckdb.DuckDBPyConnection:
     day, `d` = day) marks the OOMs; each job (name, start minute, end minute, hosts) runs daily."""
     con = duckdb.connect()
     apply_schema(con)
-    con.execute(f"""
+    con.execute(
+        f"""
         INSERT INTO requests (ts, instance, status, source_id)
         SELECT $start + to_minutes(i), host, CASE WHEN {oom_rule} THEN 'oom' ELSE 'ok' END, 1
         FROM (SELECT i, i % 1440 AS m, i // 1440 AS d FROM range($minutes) t(i)),
-             (VALUES ('h1'), ('h2'), ('h3')) h(host)""", {"start": START, "minutes": DAYS * 1440})
-    con.execute("INSERT INTO oom_events (source_id, ts, instance, origin) "
-                "SELECT 1, ts, instance, 'structured' FROM requests WHERE status = 'oom'")
+             (VALUES ('h1'), ('h2'), ('h3')) h(host)""",
+        {"start": START, "minutes": DAYS * 1440},
+    )
+    con.execute(
+        "INSERT INTO oom_events (source_id, ts, instance, origin) "
+        "SELECT 1, ts, instance, 'structured' FROM requests WHERE status = 'oom'"
+    )
     for name, start, end, hosts in jobs_:
         for day in range(DAYS):
             base = START + timedelta(days=day)
-            con.execute("INSERT INTO job_occurrences VALUES (2, 1, ?, ?, ?, ?, 'cron')",
-                        [name, base + timedelta(minutes=start), base + timedelta(minutes=end), hosts])
+            con.execute(
+                "INSERT INTO job_occurrences VALUES (2, 1, ?, ?, ?, ?, 'cron')",
+                [name, base + timedelta(minutes=start), base + timedelta(minutes=end), hosts],
+            )
     return con
 
 
@@ -111,8 +118,7 @@ def test_rate_tests_on_known_numbers() -> None:
 
 def test_schedules_are_described_as_people_say_them() -> None:
     day = timedelta(days=1)
-    daily = [(START + n * day + timedelta(hours=1), START + n * day + timedelta(hours=2, minutes=30))
-             for n in range(3)]
+    daily = [(START + n * day + timedelta(hours=1), START + n * day + timedelta(hours=2, minutes=30)) for n in range(3)]
     assert jobs.describe_schedule(daily).text == "daily 01:00-02:30 UTC"
     saturday = datetime(2026, 11, 7, 13)
     weekly = [(saturday + n * 7 * day, saturday + n * 7 * day + timedelta(hours=3)) for n in range(3)]
@@ -121,6 +127,7 @@ def test_schedules_are_described_as_people_say_them() -> None:
 
 
 # --- the sample fleet (truths.json) ---
+
 
 @pytest.fixture(scope="module")
 def fleet_findings(fleet_db) -> list[Finding]:
@@ -167,8 +174,7 @@ def test_backup_window_counts_equal_truths(fleet_con) -> None:
         inside, outside = BACKUP["in_window"][host], BACKUP["outside_window"][host]
         assert (rows[host]["ooms_in"], rows[host]["ooms_out"]) == (inside["ooms"], outside["ooms"])
         if rows[host]["traffic_source"] == "requests":
-            assert (rows[host]["requests_in"], rows[host]["requests_out"]) == (
-                inside["requests"], outside["requests"])
+            assert (rows[host]["requests_in"], rows[host]["requests_out"]) == (inside["requests"], outside["requests"])
         assert rows[host]["affected"] == (host in BACKUP["affected_hosts"])
 
 

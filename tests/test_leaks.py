@@ -38,6 +38,7 @@ def _one(lives: pl.DataFrame, instance: str) -> dict:
 
 # --- the fit ---------------------------------------------------------------------------------------------
 
+
 def test_theil_sen_ignores_one_odd_window():
     x = np.arange(10, dtype=float)
     y = 100 + 5 * x
@@ -53,6 +54,7 @@ def test_theil_sen_flat_series_has_no_slope_and_no_fit():
 
 
 # --- real H200 captures ----------------------------------------------------------------------------------
+
 
 def test_serve_leak_is_a_leak_from_0_42_to_4_6_gib(lives, fleet_con):
     life = _one(lives, "gpu-a-0")
@@ -86,6 +88,7 @@ def test_serve_mixed_is_not_a_leak(lives):
 
 # --- the sample fleet ------------------------------------------------------------------------------------
 
+
 def _fleet(lives: pl.DataFrame) -> pl.DataFrame:
     return lives.filter(pl.col("model_version").str.starts_with("assist-"))
 
@@ -118,8 +121,7 @@ def test_lifetimes_and_restarts_match_the_planted_ones(lives):
         for restart, row in zip(planted, found.tail(len(planted)).iter_rows(named=True), strict=True):
             assert timedelta(0) <= row["start"] - restart <= timedelta(minutes=30), (inst["name"], restart)
         reasons = found["restart_reason"].to_list()[1:]
-        expected = ["version_change" if r["reason"] == "deploy" else "baseline_drop"
-                    for r in inst["restarts"]]
+        expected = ["version_change" if r["reason"] == "deploy" else "baseline_drop" for r in inst["restarts"]]
         assert reasons == expected, inst["name"]
 
 
@@ -136,8 +138,7 @@ def test_cache_growth_and_flat_pool_instances_are_not_leaks(lives):
     assert not growth["is_leak"].any() and growth["is_cache_growth"].all()
     assert (growth["reserved_growth_bytes"] > 10 * GIB).all()
     frag = TRUTHS["fragmentation"]
-    pool = lives.filter((pl.col("instance") == frag["instance"])
-                        & (pl.col("model_version") != LEAK["model_version"]))
+    pool = lives.filter((pl.col("instance") == frag["instance"]) & (pl.col("model_version") != LEAK["model_version"]))
     assert not pool["is_leak"].any()
     assert (pool["baseline_start_bytes"] == frag["allocated_baseline"]).all()
 
@@ -152,13 +153,22 @@ def test_projected_time_to_oom_comes_before_the_watchdog(lives):
 
 def test_stopgap_restart_comes_before_the_first_leak_oom_of_any_lifetime(fleet_con, lives):
     every = next(f for f in leaks.findings(fleet_con) if f.subject.endswith(LEAK["model_version"])).metrics[
-        "restart_every_hours"]
+        "restart_every_hours"
+    ]
     with gzip.open(FLEET / "oom_causes.csv.gz", "rb") as handle:
         causes = pl.read_csv(handle.read()).filter(pl.col("cause") == "leak")
     ts = pl.col("ts").str.to_datetime("%Y-%m-%dT%H:%M:%S%.3fZ", time_unit="us")
-    in_lifetime = causes.with_columns(ts).sort("ts").join_asof(
-        lives.select("instance", "start").sort("start"), left_on="ts", right_on="start", by="instance",
-        check_sortedness=False)
+    in_lifetime = (
+        causes.with_columns(ts)
+        .sort("ts")
+        .join_asof(
+            lives.select("instance", "start").sort("start"),
+            left_on="ts",
+            right_on="start",
+            by="instance",
+            check_sortedness=False,
+        )
+    )
     after = (pl.col("ts").min() - pl.col("start").first()).alias("after")
     first = in_lifetime.group_by("instance", "start").agg(after)
     assert first.height == 12  # every A10 lifetime of the leaking version had leak OOMs
@@ -173,6 +183,7 @@ def test_since_keeps_the_lifetimes_overlapping_the_range(fleet_con, lives):
 
 
 # --- the finding -----------------------------------------------------------------------------------------
+
 
 def test_leak_findings_name_the_version_its_deploy_and_its_ooms(fleet_con):
     found = {f.subject: f for f in leaks.findings(fleet_con)}

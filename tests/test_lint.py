@@ -12,10 +12,13 @@ import pytest
 ROOT = Path(__file__).parent.parent
 
 
-@pytest.mark.skipif(shutil.which("ruff") is None and not (Path(sys.executable).parent / "ruff").exists(),
-                    reason="ruff is installed with the test extras")
-def test_ruff_finds_nothing():
+@pytest.mark.skipif(
+    shutil.which("ruff") is None and not (Path(sys.executable).parent / "ruff").exists(),
+    reason="ruff is installed with the test extras",
+)
+@pytest.mark.parametrize("command", [["check"], ["format", "--check"]], ids=["check", "format"])
+def test_ruff_finds_nothing(command: list[str]) -> None:
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
-    result = subprocess.run([ruff, "check", "pipeline", "tests", "bench", "sample_logs"], cwd=ROOT,
-                            capture_output=True, text=True)
+    folders = ["pipeline", "tests", "bench", "sample_logs"]
+    result = subprocess.run([ruff, *command, *folders], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

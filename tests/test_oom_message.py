@@ -47,20 +47,39 @@ def fixture_messages() -> list[tuple[str, str, str]]:
 
 
 MESSAGES = fixture_messages()
-_FIELDS = ("requested_bytes", "total_capacity_bytes", "free_bytes", "process_in_use_bytes", "allowed_bytes",
-           "allocated_by_pytorch_bytes", "reserved_unallocated_bytes")
+_FIELDS = (
+    "requested_bytes",
+    "total_capacity_bytes",
+    "free_bytes",
+    "process_in_use_bytes",
+    "allowed_bytes",
+    "allocated_by_pytorch_bytes",
+    "reserved_unallocated_bytes",
+)
 _MIXED = ((1030, gib(135.29)),)
 # Every H200 message, read by hand: (requested, total, free, this process, allowed, by PyTorch, unallocated).
 T = gib(139.80)
 EXPECTED = {
-    ("fragmentation", "big_after_holes"): (mib(1024), T, gib(135.85), gib(3.94), gib(4), gib(1.77),
-                                           gib(1.67)),
-    ("fragmentation", "big_after_empty_cache"): (mib(1024), T, gib(135.85), gib(3.94), gib(4), gib(1.77),
-                                                 gib(1.67)),
-    ("fragmentation_expandable", "big_after_holes"): (mib(1024), T, gib(135.87), gib(3.92), gib(4), gib(1.70),
-                                                      gib(1.72)),
-    ("fragmentation_expandable", "big_after_empty_cache"): (mib(1024), T, gib(135.87), gib(3.92), gib(4),
-                                                            gib(1.70), gib(1.72)),
+    ("fragmentation", "big_after_holes"): (mib(1024), T, gib(135.85), gib(3.94), gib(4), gib(1.77), gib(1.67)),
+    ("fragmentation", "big_after_empty_cache"): (mib(1024), T, gib(135.85), gib(3.94), gib(4), gib(1.77), gib(1.67)),
+    ("fragmentation_expandable", "big_after_holes"): (
+        mib(1024),
+        T,
+        gib(135.87),
+        gib(3.92),
+        gib(4),
+        gib(1.70),
+        gib(1.72),
+    ),
+    ("fragmentation_expandable", "big_after_empty_cache"): (
+        mib(1024),
+        T,
+        gib(135.87),
+        gib(3.92),
+        gib(4),
+        gib(1.70),
+        gib(1.72),
+    ),
     ("serve_leak", "gpu-a-0-00039"): (mib(44), T, gib(134.11), gib(5.68), gib(5), gib(4.49), mib(504.25)),
     ("serve_leak", "gpu-a-0-00045"): (mib(22), T, gib(134.11), gib(5.68), gib(5), gib(4.71), mib(279.14)),
     ("serve_leak", "gpu-a-0-00047"): (mib(16), T, gib(134.11), gib(5.68), gib(5), gib(4.70), mib(289.78)),
@@ -79,6 +98,7 @@ def numbers(oom: OomMessage | None) -> OomMessage:
 
 # --- (a) the real H200 captures ---------------------------------------------------------------
 
+
 def test_the_fixtures_hold_every_expected_message() -> None:
     assert {(scenario, rid) for scenario, rid, _ in MESSAGES} == set(EXPECTED)
 
@@ -86,10 +106,15 @@ def test_the_fixtures_hold_every_expected_message() -> None:
 def test_serve_mixed_first_message_in_exact_bytes() -> None:
     oom = parse_oom_message(MESSAGES[[m[1] for m in MESSAGES].index("gpu-b-1-00031")][2])
     assert oom == OomMessage(
-        framework="pytorch", requested_bytes=417333248, total_capacity_bytes=150109106995,
+        framework="pytorch",
+        requested_bytes=417333248,
+        total_capacity_bytes=150109106995,
         free_bytes=295237059,
-        process_in_use_bytes=4531190497, other_processes=((1030, 145266531369),),
-        allocated_by_pytorch_bytes=3360811909, reserved_unallocated_bytes=424757166, gpu_index=0,
+        process_in_use_bytes=4531190497,
+        other_processes=((1030, 145266531369),),
+        allocated_by_pytorch_bytes=3360811909,
+        reserved_unallocated_bytes=424757166,
+        gpu_index=0,
         message=oom.message if oom else "",
     )
     assert oom.message.startswith("CUDA out of memory. Tried to allocate 398.00 MiB.")
@@ -121,8 +146,7 @@ def test_request_logs_have_oom_rows() -> None:
     assert len(REQUEST_ROWS) == 7
 
 
-@pytest.mark.parametrize(("scenario", "row"), REQUEST_ROWS,
-                         ids=[str(r["request_id"]) for _, r in REQUEST_ROWS])
+@pytest.mark.parametrize(("scenario", "row"), REQUEST_ROWS, ids=[str(r["request_id"]) for _, r in REQUEST_ROWS])
 def test_request_log_error_field(scenario: str, row: dict[str, object]) -> None:
     oom = parse_oom_message(str(row["error"]))
     assert oom is not None
@@ -131,6 +155,7 @@ def test_request_log_error_field(scenario: str, row: dict[str, object]) -> None:
 
 
 # --- (b) the case corpus ----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_case(path: Path) -> None:
@@ -147,61 +172,115 @@ def test_case(path: Path) -> None:
 
 # Layouts the brief and domain.md name that the corpus does not hold (written from the frameworks' sources).
 MORE_FORMATS = [
-    ("2023-05-01 10:00:00.000000: W tensorflow/core/common_runtime/bfc_allocator.cc:479] "
-     "Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.2GiB (rounded to 1288490240)requested "
-     "by op MatMul",
-     "tensorflow", {"requested_bytes": gib(1.2), "gpu_index": 0}),
-    ("ResourceExhaustedError: OOM when allocating tensor with shape[8,1024,4096] and type half on "
-     "/job:localhost/replica:0/task:0/device:GPU:2 by allocator GPU_2_bfc",
-     "tensorflow", {"requested_bytes": 8 * 1024 * 4096 * 2, "gpu_index": 2}),
-    ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Failed to allocate request for 2.00GiB "
-     "(2147483648B) on device ordinal 0", "jax", {"requested_bytes": 2147483648, "gpu_index": 0}),
-    ("XlaRuntimeError: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to allocate 8.00G. "
-     "That was not possible. There are 3.95G free.; (0x0x0_HBM0)", "jax",
-     {"requested_bytes": gib(8), "free_bytes": gib(3.95)}),
-    ("ValueError: Free memory on device (10.5/79.1 GiB) on startup is less than desired GPU memory "
-     "utilization (0.9, 71.2 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
-     "processes.", "vllm",
-     {"free_bytes": gib(10.5), "total_capacity_bytes": gib(79.1), "requested_bytes": gib(71.2)}),
-    ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
-     "initializing the engine.", "vllm", {"requested_bytes": None}),
-    ("RuntimeError: NCCL error in: NCCLUtils.hpp:219, unhandled cuda error, NCCL version 2.18.1\n"
-     "ncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\nCuda failure 'out of memory'",
-     "nccl", {}),
-    ("ggml_backend_metal_buffer_type_alloc_buffer: error: failed to allocate buffer, size = 512.00 MiB",
-     "llama.cpp", {"requested_bytes": mib(512)}),
+    (
+        "2023-05-01 10:00:00.000000: W tensorflow/core/common_runtime/bfc_allocator.cc:479] "
+        "Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.2GiB (rounded to 1288490240)requested "
+        "by op MatMul",
+        "tensorflow",
+        {"requested_bytes": gib(1.2), "gpu_index": 0},
+    ),
+    (
+        "ResourceExhaustedError: OOM when allocating tensor with shape[8,1024,4096] and type half on "
+        "/job:localhost/replica:0/task:0/device:GPU:2 by allocator GPU_2_bfc",
+        "tensorflow",
+        {"requested_bytes": 8 * 1024 * 4096 * 2, "gpu_index": 2},
+    ),
+    (
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Failed to allocate request for 2.00GiB "
+        "(2147483648B) on device ordinal 0",
+        "jax",
+        {"requested_bytes": 2147483648, "gpu_index": 0},
+    ),
+    (
+        "XlaRuntimeError: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to allocate 8.00G. "
+        "That was not possible. There are 3.95G free.; (0x0x0_HBM0)",
+        "jax",
+        {"requested_bytes": gib(8), "free_bytes": gib(3.95)},
+    ),
+    (
+        "ValueError: Free memory on device (10.5/79.1 GiB) on startup is less than desired GPU memory "
+        "utilization (0.9, 71.2 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+        "processes.",
+        "vllm",
+        {"free_bytes": gib(10.5), "total_capacity_bytes": gib(79.1), "requested_bytes": gib(71.2)},
+    ),
+    (
+        "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+        "initializing the engine.",
+        "vllm",
+        {"requested_bytes": None},
+    ),
+    (
+        "RuntimeError: NCCL error in: NCCLUtils.hpp:219, unhandled cuda error, NCCL version 2.18.1\n"
+        "ncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\nCuda failure 'out of memory'",
+        "nccl",
+        {},
+    ),
+    (
+        "ggml_backend_metal_buffer_type_alloc_buffer: error: failed to allocate buffer, size = 512.00 MiB",
+        "llama.cpp",
+        {"requested_bytes": mib(512)},
+    ),
     ("llama_kv_cache_init: failed to allocate buffer for kv cache", "llama.cpp", {}),
-    ("onnxruntime::BFCArena::AllocReserve Available memory of 0 is smaller than requested bytes of "
-     "1073741824",
-     "onnxruntime", {"requested_bytes": 1073741824, "free_bytes": 0}),
-    ("[03/01/2024-10:00:00] [TRT] [E] 1: [defaultAllocator.cpp::allocate::20] Error Code 1: Cuda Runtime "
-     "(out of memory)", "tensorrt", {}),
-    ("torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of memory)\n"
-     "Currently allocated     : 15.01 GiB\nRequested               : 1.00 GiB\nDevice limit            : "
-     "15.70 GiB\nFree (according to CUDA): 14.44 MiB\nPyTorch limit (set by user-supplied memory fraction)\n"
-     "                        : 16.00 GiB", "pytorch",
-     {"requested_bytes": gib(1), "allocated_by_pytorch_bytes": gib(15.01), "total_capacity_bytes": gib(15.70),
-      "free_bytes": mib(14.44), "allowed_bytes": gib(16), "gpu_index": 0}),
-    ("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.80 GiB total capacity; "
-     "5.27 GiB already allocated; 2.14 GiB free; 5.60 GiB allowed; 5.30 GiB reserved in total by PyTorch)",
-     "pytorch",
-     {"allowed_bytes": gib(5.60), "reserved_bytes": gib(5.30), "free_bytes": gib(2.14)}),
-    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of "
-     "79.15 GiB of which 9.06 MiB is free. Process 12 has 40.00 GiB memory in use. Process 34 has 39.13 GiB "
-     "memory in use. Of the allocated memory 38.30 GiB is allocated by PyTorch, with 1.00 GiB allocated in "
-     "private pools (e.g., CUDA Graphs), and 332.12 MiB is reserved by PyTorch but unallocated.", "pytorch",
-     {"other_processes": ((12, gib(40)), (34, gib(39.13))), "private_pool_bytes": gib(1),
-      "reserved_unallocated_bytes": mib(332.12), "process_in_use_bytes": None}),
+    (
+        "onnxruntime::BFCArena::AllocReserve Available memory of 0 is smaller than requested bytes of 1073741824",
+        "onnxruntime",
+        {"requested_bytes": 1073741824, "free_bytes": 0},
+    ),
+    (
+        "[03/01/2024-10:00:00] [TRT] [E] 1: [defaultAllocator.cpp::allocate::20] Error Code 1: Cuda Runtime "
+        "(out of memory)",
+        "tensorrt",
+        {},
+    ),
+    (
+        "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of memory)\n"
+        "Currently allocated     : 15.01 GiB\nRequested               : 1.00 GiB\nDevice limit            : "
+        "15.70 GiB\nFree (according to CUDA): 14.44 MiB\nPyTorch limit (set by user-supplied memory fraction)\n"
+        "                        : 16.00 GiB",
+        "pytorch",
+        {
+            "requested_bytes": gib(1),
+            "allocated_by_pytorch_bytes": gib(15.01),
+            "total_capacity_bytes": gib(15.70),
+            "free_bytes": mib(14.44),
+            "allowed_bytes": gib(16),
+            "gpu_index": 0,
+        },
+    ),
+    (
+        "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.80 GiB total capacity; "
+        "5.27 GiB already allocated; 2.14 GiB free; 5.60 GiB allowed; 5.30 GiB reserved in total by PyTorch)",
+        "pytorch",
+        {"allowed_bytes": gib(5.60), "reserved_bytes": gib(5.30), "free_bytes": gib(2.14)},
+    ),
+    (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of "
+        "79.15 GiB of which 9.06 MiB is free. Process 12 has 40.00 GiB memory in use. Process 34 has 39.13 GiB "
+        "memory in use. Of the allocated memory 38.30 GiB is allocated by PyTorch, with 1.00 GiB allocated in "
+        "private pools (e.g., CUDA Graphs), and 332.12 MiB is reserved by PyTorch but unallocated.",
+        "pytorch",
+        {
+            "other_processes": ((12, gib(40)), (34, gib(39.13))),
+            "private_pool_bytes": gib(1),
+            "reserved_unallocated_bytes": mib(332.12),
+            "process_in_use_bytes": None,
+        },
+    ),
     ("RuntimeError: HIP error: out of memory\nHIP kernel errors might be asynchronously reported", "hip", {}),
     ("RuntimeError: CUDA error: out of memory", "cuda", {}),
     ("cudaErrorMemoryAllocation: out of memory", "cuda", {}),
-    ("mxnet.base.MXNetError: [10:00:00] src/storage/storage.cc:78: cudaMalloc retry failed: out of memory",
-     "mxnet", {}),
+    (
+        "mxnet.base.MXNetError: [10:00:00] src/storage/storage.cc:78: cudaMalloc retry failed: out of memory",
+        "mxnet",
+        {},
+    ),
 ]
 
 
-@pytest.mark.parametrize(("text", "framework", "expect"), MORE_FORMATS, ids=[f"{m[1]}-{i}" for i, m in
-                                                                             enumerate(MORE_FORMATS)])
+@pytest.mark.parametrize(
+    ("text", "framework", "expect"), MORE_FORMATS, ids=[f"{m[1]}-{i}" for i, m in enumerate(MORE_FORMATS)]
+)
 def test_more_formats(text: str, framework: str, expect: dict[str, object]) -> None:
     oom = parse_oom_message(text)
     assert oom is not None and oom.framework == framework
@@ -247,6 +326,7 @@ def test_whole_message_patterns_agree_with_the_field_specs() -> None:
 
 # --- (c) messy spellings of the real messages -------------------------------------------------
 
+
 def wrap(text: str, width: int = 80) -> str:
     """Hard-wrapped at `width` columns, splitting words."""
     return "\n".join(text[i : i + width] for i in range(0, len(text), width))
@@ -283,8 +363,7 @@ MESSY = {
 
 
 @pytest.mark.parametrize("style", sorted(MESSY))
-@pytest.mark.parametrize(("scenario", "rid", "message"), MESSAGES[::2],
-                         ids=[f"{s}/{r}" for s, r, _ in MESSAGES[::2]])
+@pytest.mark.parametrize(("scenario", "rid", "message"), MESSAGES[::2], ids=[f"{s}/{r}" for s, r, _ in MESSAGES[::2]])
 def test_messy_spelling_parses_to_the_same_numbers(scenario: str, rid: str, message: str, style: str) -> None:
     clean = parse_oom_message(message)
     messy = MESSY[style](message)
@@ -305,11 +384,22 @@ def test_prefix_is_left_out_of_the_message_text() -> None:
 
 # --- what is not an OOM message, and bad input ------------------------------------------------
 
-@pytest.mark.parametrize("text", [
-    "", "   ", "hello world", "checking for out of memory conditions", "allocated=1.2 GiB reserved=3 GiB",
-    "Tried to allocate nothing", "{}", "[1, 2, 3]", '{"msg": "all good"}',
-    "RESOURCE_EXHAUSTED: quota exceeded",
-])
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "   ",
+        "hello world",
+        "checking for out of memory conditions",
+        "allocated=1.2 GiB reserved=3 GiB",
+        "Tried to allocate nothing",
+        "{}",
+        "[1, 2, 3]",
+        '{"msg": "all good"}',
+        "RESOURCE_EXHAUSTED: quota exceeded",
+    ],
+)
 def test_no_message(text: str) -> None:
     assert parse_oom_message(text) is None
 
@@ -327,6 +417,7 @@ def test_a_size_too_large_to_read_is_a_parse_error() -> None:
 
 # --- (d) arbitrary input only ever raises oomlab's own errors ---------------------------------
 
+
 def _parse_or_own_error(text: str) -> None:
     """Parse `text`; anything but an OomlabError fails the test."""
     try:
@@ -336,10 +427,29 @@ def _parse_or_own_error(text: str) -> None:
     assert result is None or isinstance(result, OomMessage)
 
 
-_NOISE = st.sampled_from([
-    "\n", "\\n", "\x1b[31m", "\\u001b[0m", "{", "}", '"', "\\", "9" * 30, " GiB", "(GPU ", "; ",
-    "Process 7 has ", "\r", "\t", "\x00", "\ufffd", "[rank0]: ", "2026-11-30T01:02:03Z ",
-])
+_NOISE = st.sampled_from(
+    [
+        "\n",
+        "\\n",
+        "\x1b[31m",
+        "\\u001b[0m",
+        "{",
+        "}",
+        '"',
+        "\\",
+        "9" * 30,
+        " GiB",
+        "(GPU ",
+        "; ",
+        "Process 7 has ",
+        "\r",
+        "\t",
+        "\x00",
+        "\ufffd",
+        "[rank0]: ",
+        "2026-11-30T01:02:03Z ",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -349,9 +459,10 @@ def test_random_text(text: str) -> None:
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.sampled_from([m for _, _, m in MESSAGES] + CASE_MESSAGES),
-       st.lists(st.tuples(st.integers(0, 3000), st.integers(0, 40), st.one_of(_NOISE, st.text(max_size=8))),
-                max_size=6))
+@given(
+    st.sampled_from([m for _, _, m in MESSAGES] + CASE_MESSAGES),
+    st.lists(st.tuples(st.integers(0, 3000), st.integers(0, 40), st.one_of(_NOISE, st.text(max_size=8))), max_size=6),
+)
 def test_mutated_real_messages(message: str, edits: list[tuple[int, int, str]]) -> None:
     for at, cut, insert in edits:
         at %= len(message) + 1

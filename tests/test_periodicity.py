@@ -52,8 +52,10 @@ def test_a_window_the_calendar_explains_is_not_reported_twice(fleet_con) -> None
 
 
 # h2: 6 extra OOMs every evening at 20:00 that no calendar lists; h3: a burst of 30 at 15:00 on one day only
-TINY = (f"{SPIKE} OR (host = 'h2' AND m >= 1200 AND m < 1260 AND m % 10 = 0)"
-        " OR (host = 'h3' AND d = 4 AND m >= 900 AND m < 930)")
+TINY = (
+    f"{SPIKE} OR (host = 'h2' AND m >= 1200 AND m < 1260 AND m % 10 = 0)"
+    " OR (host = 'h3' AND d = 4 AND m >= 900 AND m < 930)"
+)
 
 
 @pytest.fixture(scope="module")

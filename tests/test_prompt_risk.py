@@ -40,6 +40,7 @@ def found(fleet_con) -> list:
 
 # --- tiny cases ---------------------------------------------------------------------------------------
 
+
 def test_cut_between_largest_success_and_smallest_failure() -> None:
     cut = best_cut(np.array([10, 20, 30, 40, 50]), np.array([1, 1, 1, 0, 0]), np.array([0, 0, 0, 1, 1]))
     assert cut is not None
@@ -73,14 +74,18 @@ def test_round_down_to_three_significant_digits() -> None:
 
 # --- real H200 serve_mixed ----------------------------------------------------------------------------
 
+
 def test_serve_mixed_threshold_between_largest_success_and_smallest_failure(per_version) -> None:
     rows = read_jsonl_gz(H200 / "serve_mixed" / "requests.jsonl.gz")
     failures = sorted(r["batch_size"] * r["input_sequence_length"] for r in rows if r["status"] == "oom")
     largest_ok = max(r["batch_size"] * r["input_sequence_length"] for r in rows if r["status"] == "ok")
     assert failures == sorted([8 * 6736, 16 * 3958, 16 * 4623, 16 * 6714]) and largest_ok == 47_128
     # every OOM names the 135.29 GiB neighbour: a constant co-tenant, so the card counts as what it leaves
-    mixed = per_version.filter((pl.col("model_version") == "llama-mini-v3") & pl.col("chosen")
-                               & (pl.col("capacity_bytes") < pl.col("device_total")))
+    mixed = per_version.filter(
+        (pl.col("model_version") == "llama-mini-v3")
+        & pl.col("chosen")
+        & (pl.col("capacity_bytes") < pl.col("device_total"))
+    )
     assert mixed.height == 1
     row = mixed.row(0, named=True)
     assert row["metric"] == "batch_x_input" and row["claimed"]
@@ -99,6 +104,7 @@ def test_serve_mixed_finding(found) -> None:
 
 
 # --- sample fleet ------------------------------------------------------------------------------------
+
 
 def test_fleet_threshold_on_the_smaller_card(fleet_con) -> None:
     truth = TRUTHS["prompt_threshold"]
@@ -163,6 +169,7 @@ def test_fleet_finding_sentence_and_impact(found) -> None:
 
 # --- the model -----------------------------------------------------------------------------------------
 
+
 def test_model_cross_validated(model) -> None:
     assert model.folds == 5 and model.ooms >= 50  # a 1-in-3 sample of the 224 clean OOMs
     assert model.cv_auc > 0.99
@@ -171,11 +178,16 @@ def test_model_cross_validated(model) -> None:
 
 def test_model_risk_rises_with_batch_x_tokens(model) -> None:
     sizes = [(1, 2_000, 100), (8, 2_000, 200), (16, 3_500, 500)]  # 2,100 / 17,600 / 64,000 tokens
-    frame = pl.DataFrame({
-        "batch_size": [b for b, _, _ in sizes], "input_sequence_length": [i for _, i, _ in sizes],
-        "output_sequence_length": [o for _, _, o in sizes],
-        "batch_x_input": [b * i for b, i, _ in sizes], "batch_x_tokens": [b * (i + o) for b, i, o in sizes],
-        "capacity_bytes": [A10_TOTAL] * 3, "model_version": ["assist-1.8b-v1.4"] * 3,
-    })
+    frame = pl.DataFrame(
+        {
+            "batch_size": [b for b, _, _ in sizes],
+            "input_sequence_length": [i for _, i, _ in sizes],
+            "output_sequence_length": [o for _, _, o in sizes],
+            "batch_x_input": [b * i for b, i, _ in sizes],
+            "batch_x_tokens": [b * (i + o) for b, i, o in sizes],
+            "capacity_bytes": [A10_TOTAL] * 3,
+            "model_version": ["assist-1.8b-v1.4"] * 3,
+        }
+    )
     risk = model.predict(frame)
     assert risk[0] < 0.01 and risk[1] < 0.01 and risk[2] > 0.5

@@ -35,8 +35,9 @@ def weekly(demo: api.DemoResult) -> dict:
 
 def _charts(html: str) -> dict[str, dict]:
     """Chart id -> the figure JSON embedded for it."""
-    found = re.findall(r'<script type="application/json" class="chart-data" data-target="([^"]+)">(.*?)</script>',
-                       html, flags=re.S)
+    found = re.findall(
+        r'<script type="application/json" class="chart-data" data-target="([^"]+)">(.*?)</script>', html, flags=re.S
+    )
     return {name: json.loads(body) for name, body in found}
 
 
@@ -56,8 +57,9 @@ def test_demo_writes_the_weekly_report_of_the_fleets_last_week_and_an_incident(d
 def test_headline_counts_match_the_database(demo, weekly):
     con = duckdb.connect(str(demo.db_path), read_only=True)
     ooms, instances = con.execute(
-        "SELECT count(*), count(DISTINCT instance) FROM oom_events WHERE origin <> 'snapshot' "
-        "AND ts >= ? AND ts < ?", list(FLEET_WEEK)).fetchall()[0]
+        "SELECT count(*), count(DISTINCT instance) FROM oom_events WHERE origin <> 'snapshot' AND ts >= ? AND ts < ?",
+        list(FLEET_WEEK),
+    ).fetchall()[0]
     requests = con.execute("SELECT count(*) FROM requests WHERE ts >= ? AND ts < ?", list(FLEET_WEEK)).fetchall()[0][0]
     con.close()
     head = {h["metric"]: h for h in weekly["headline"]}
@@ -84,8 +86,10 @@ def test_heatmap_marks_the_blamed_backup_window(weekly):
     assert backup["blamed"] and backup["spans"] == [[1.0, 2.5]] and backup["weekdays"] == [1, 2, 3, 4, 5, 6, 7]
     assert not next(j for j in weekly["jobs"] if j["name"] == "log-rotate")["blamed"]
     # the backup hours have the highest OOM rate of the day, summed over the week
-    by_hour = [sum(grid["ooms"][d][h] for d in range(7)) / max(1, sum(grid["requests"][d][h] for d in range(7)))
-               for h in range(24)]
+    by_hour = [
+        sum(grid["ooms"][d][h] for d in range(7)) / max(1, sum(grid["requests"][d][h] for d in range(7)))
+        for h in range(24)
+    ]
     assert max(range(24), key=by_hour.__getitem__) in (1, 2)
 
 
@@ -106,19 +110,25 @@ def test_weekly_page_is_self_contained_bounded_and_has_every_chart(demo):
     assert not re.search(r"<script[^>]+src=|<link|<img|<iframe|https?://(?!docs\.pytorch\.org)", page)
     charts = _charts(html)
     assert {"heatmap", "water", "versions", "prompt-input", "prompt-batch-tokens", "leaks"} <= {
-        n.removeprefix("chart-") for n in charts}
+        n.removeprefix("chart-") for n in charts
+    }
     for name in charts:
         assert f'<div id="{name}" class="chart">' in html
 
 
 def test_every_axis_has_a_title_with_its_unit(demo):
-    for page in ("weekly.html", *[p.name for p in demo.written if p.name.startswith("incident-")
-                                  and p.suffix == ".html"]):
+    for page in (
+        "weekly.html",
+        *[p.name for p in demo.written if p.name.startswith("incident-") and p.suffix == ".html"],
+    ):
         for name, fig in _charts((demo.db_path.parent / page).read_text()).items():
             for axis in ("xaxis", "yaxis"):
                 title = fig["layout"][axis]["title"]["text"]
-                assert re.search(r"\((UTC|UTC, h|GiB|tokens|% of the card|file:function:line)\)|OOMs per 1,000"
-                                 r"|day of week|model version", title), (page, name, axis, title)
+                assert re.search(
+                    r"\((UTC|UTC, h|GiB|tokens|% of the card|file:function:line)\)|OOMs per 1,000"
+                    r"|day of week|model version",
+                    title,
+                ), (page, name, axis, title)
 
 
 def test_reports_are_byte_identical_on_rerun(demo):
@@ -179,8 +189,10 @@ def test_user_strings_are_escaped(tmp_path):
     log.write_bytes(gzip.compress("\n".join(json.dumps(r) for r in rows).encode()))
     db = tmp_path / "evil.duckdb"
     assert not api.ingest(db, [str(log)], api.IngestOptions()).failed
-    pages = [api.weekly_report(db).html,
-             api.incident_report(db, instance=evil_instance, at=datetime(2026, 11, 30, 1, 50, 3)).html]
+    pages = [
+        api.weekly_report(db).html,
+        api.incident_report(db, instance=evil_instance, at=datetime(2026, 11, 30, 1, 50, 3)).html,
+    ]
     for html in pages:
         body = html[: html.index("<script>")]  # the page before plotly.js and the chart scripts
         assert "<script>alert" not in html and "<img src=x" not in html
@@ -192,8 +204,10 @@ def test_user_strings_are_escaped(tmp_path):
 def test_downsample_keeps_peaks_and_markers_within_its_budget():
     n = 200_000
     frame = pl.DataFrame({"t": range(n), "v": [(i * 7919) % 1000 for i in range(n)], "oom": [False] * n})
-    frame = frame.with_columns(pl.when(pl.col("t") == 123_457).then(5000).otherwise(pl.col("v")).alias("v"),
-                               (pl.col("t") % 50_000 == 7).alias("oom"))
+    frame = frame.with_columns(
+        pl.when(pl.col("t") == 123_457).then(5000).otherwise(pl.col("v")).alias("v"),
+        (pl.col("t") % 50_000 == 7).alias("oom"),
+    )
     small = downsample(frame, "t", "v", max_points=1500, keep="oom")
     assert small.height <= 1500 + 4
     assert small["v"].max() == 5000 and small.filter(pl.col("oom")).height == 4
@@ -209,12 +223,23 @@ def test_vendored_plotly_matches_the_python_package():
 
 def test_cli_report_commands(demo, run_cli, tmp_path):
     out = tmp_path / "w.html"
-    result = run_cli("report", "weekly", "--db", demo.db_path, "--since", "2026-11-16", "--until", "2026-11-23",
-                     "-o", out, "--json", tmp_path / "w.json")
+    result = run_cli(
+        "report",
+        "weekly",
+        "--db",
+        demo.db_path,
+        "--since",
+        "2026-11-16",
+        "--until",
+        "2026-11-23",
+        "-o",
+        out,
+        "--json",
+        tmp_path / "w.json",
+    )
     assert result.exit_code == 0 and f"wrote {out}" in result.output
     assert json.loads((tmp_path / "w.json").read_text())["window"]["since"] == "2026-11-16T00:00:00"
-    bad = run_cli("report", "weekly", "--db", demo.db_path, "--since", "2026-11-16", "--until", "2026-11-10",
-                  "-o", out)
+    bad = run_cli("report", "weekly", "--db", demo.db_path, "--since", "2026-11-16", "--until", "2026-11-10", "-o", out)
     assert bad.exit_code == 1
     assert bad.stderr == "Error: --since 2026-11-16 00:00 is not before --until 2026-11-10 00:00\n"
     missing = run_cli("report", "incident", "--db", demo.db_path, "-o", out)
@@ -233,13 +258,16 @@ def test_reports_show_what_gpu_telemetry_saw(demo, weekly):
     seen = incident["timeline"]["telemetry"]
     assert seen["ts"] and all(used > 0 for used in seen["memory_used_bytes"])
     assert {t["name"] for t in _charts(page.with_suffix(".html").read_text())["chart-timeline"]["data"]} >= {
-        "device used (nvidia-smi / DCGM)", "allocated after request"}
+        "device used (nvidia-smi / DCGM)",
+        "allocated after request",
+    }
 
 
 def test_docs_list_every_key_of_both_documents(demo, weekly):
     doc = (Path(__file__).parent.parent / "docs" / "reports.md").read_text()
-    incident = json.loads(next(p for p in demo.written if p.name.startswith("incident-")
-                               and p.suffix == ".json").read_text())
+    incident = json.loads(
+        next(p for p in demo.written if p.name.startswith("incident-") and p.suffix == ".json").read_text()
+    )
     for key in [*weekly, *incident]:
         assert f"`{key}`" in doc, key
     for key in incident["timeline"]:

@@ -18,8 +18,17 @@ import pytest
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 REQUIRED = os.environ.get("OOMLAB_REQUIRE_BROWSER") == "1"
 ARTIFACTS = Path(os.environ.get("OOMLAB_TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
-         "--disable-component-update", "--disable-sync", "--hide-scrollbars", "--virtual-time-budget=20000"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--no-first-run",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--virtual-time-budget=20000",
+]
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None and not REQUIRED, reason="chromium is not installed")
 

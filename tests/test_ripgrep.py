@@ -78,12 +78,16 @@ def test_an_error_of_rg_is_raised_after_its_output(tmp_path: Path) -> None:
         list(RipgrepSearch(binary, tmp_path / "no-such.log", OOM_MARKERS))
 
 
-@pytest.mark.parametrize(("script", "reason"), [
-    ("echo 'rg: something went wrong' >&2\nexit 2", "rg: something went wrong"),  # rg's own error
-    ("echo '1:0:[Omitted long matching line]'\nkill -9 $$", "killed by signal 9"),  # cut short: no partial result
-])
-def test_a_failing_rg_makes_the_log_an_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str,
-                                                   reason: str) -> None:
+@pytest.mark.parametrize(
+    ("script", "reason"),
+    [
+        ("echo 'rg: something went wrong' >&2\nexit 2", "rg: something went wrong"),  # rg's own error
+        ("echo '1:0:[Omitted long matching line]'\nkill -9 $$", "killed by signal 9"),  # cut short: no partial result
+    ],
+)
+def test_a_failing_rg_makes_the_log_an_input_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str, reason: str
+) -> None:
     fake = tmp_path / "rg"
     fake.write_text(f"#!/bin/sh\n{script}\n")
     fake.chmod(0o755)
@@ -109,6 +113,7 @@ def test_lines_rg_finds_past_the_mapped_end_are_left(tmp_path: Path, monkeypatch
     message = gzip.decompress(H200_MESSAGES.read_bytes()).split(b"\n")[1]
     log = tmp_path / "growing.log"
     log.write_bytes(b"start\n" + message + b"\n")
+
     class Grown(RipgrepSearch):
         """What rg reports when the log grew by one message after it was mapped."""
 
@@ -121,8 +126,9 @@ def test_lines_rg_finds_past_the_mapped_end_are_left(tmp_path: Path, monkeypatch
     assert isinstance(item, TextOom) and item.line == 2
 
 
-def test_an_rg_that_cannot_run_here_leaves_the_search_in_process(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_rg_that_cannot_run_here_leaves_the_search_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     foreign = tmp_path / "rg"
     foreign.write_bytes(b"\x7fELF not for this machine")  # executable bit, but exec fails
     foreign.chmod(0o755)

@@ -138,18 +138,14 @@ def test_the_memory_model_constants_are_the_real_capture() -> None:
         tokens=pl.col("batch_size") * (pl.col("input_sequence_length") + pl.col("output_sequence_length"))
     )
     ok, oom = rows.filter(pl.col("status") == "ok"), rows.filter(pl.col("status") == "oom")
-    slope = np.polyfit(
-        ok["tokens"].to_numpy(), (ok["peak_allocated"] - ok["allocated_before"]).to_numpy(), 1
-    )[0]
+    slope = np.polyfit(ok["tokens"].to_numpy(), (ok["peak_allocated"] - ok["allocated_before"]).to_numpy(), 1)[0]
     assert abs(slope - grounding.H200_BYTES_PER_TOKEN) < 1
     assert set(rows["allocated_after"]) == {grounding.H200_BASELINE_ALLOCATED}
     assert set(rows["device_total"]) == {grounding.H200_DEVICE_TOTAL}
     assert ok["tokens"].max() == grounding.H200_LARGEST_OK_TOKENS
     assert oom["tokens"].min() == grounding.H200_SMALLEST_OOM_TOKENS
     largest = ok.filter(pl.col("tokens") == ok["tokens"].max())
-    assert (
-        largest["peak_allocated"] - largest["allocated_before"]
-    ).item() == grounding.H200_LARGEST_OK_PEAK_DELTA
+    assert (largest["peak_allocated"] - largest["allocated_before"]).item() == grounding.H200_LARGEST_OK_PEAK_DELTA
     prefill = oom["batch_size"] * oom["input_sequence_length"]
     expected = ((prefill * grounding.H200_REQUESTED_PER_PREFILL_TOKEN + 2 * MIB - 1) // (2 * MIB)) * 2 * MIB
     assert (oom["requested_size"] == expected).all()
@@ -162,9 +158,7 @@ def test_non_pytorch_memory_comes_from_the_real_messages() -> None:
     for line in (x for x in lines if x.startswith("CUDA")):
         msg = parse_oom_message(line)
         assert msg is not None and msg.other_processes[0][1] == pytest.approx(135.29 * GIB, abs=0.006 * GIB)
-        gaps.append(
-            msg.process_in_use_bytes - msg.allocated_by_pytorch_bytes - msg.reserved_unallocated_bytes
-        )
+        gaps.append(msg.process_in_use_bytes - msg.allocated_by_pytorch_bytes - msg.reserved_unallocated_bytes)
     assert min(gaps) < grounding.H200_NON_PYTORCH < max(gaps)
     low, high, mid = grounding.h200_efficiency()
     assert low < mid < high
@@ -236,16 +230,12 @@ def test_every_oom_message_parses_and_matches_its_row(requests: pl.DataFrame, tr
 def test_the_messages_copy_the_real_wording() -> None:
     real = gzip.decompress((SERVE_MIXED / "oom_messages.txt.gz").read_bytes()).decode().splitlines()[1]
     pattern = re.escape(real)
-    for number in sorted(
-        set(re.findall(r"\d+\.\d\d (?:MiB|GiB)|Process \d+ has", real)), key=len, reverse=True
-    ):
+    for number in sorted(set(re.findall(r"\d+\.\d\d (?:MiB|GiB)|Process \d+ has", real)), key=len, reverse=True):
         pattern = pattern.replace(re.escape(number), r"(?:\d+\.\d\d (?:KiB|MiB|GiB)|Process \d+ has)")
     with_other = re.compile(pattern)
     first = read_jsonl_gz(FLEET / "requests" / "a10-01.jsonl.gz").filter(pl.col("status") == "oom")["error"]
     assert any(with_other.fullmatch(e) for e in first)
-    assert all(
-        e.startswith("CUDA out of memory. Tried to allocate ") and e.endswith(real[-120:]) for e in first
-    )
+    assert all(e.startswith("CUDA out of memory. Tried to allocate ") and e.endswith(real[-120:]) for e in first)
 
 
 def test_nvidia_smi_files_use_the_real_format(truths: dict) -> None:
@@ -285,9 +275,7 @@ def test_the_backup_drives_ooms_on_its_affected_hosts(truths: dict, requests: pl
     # every OOM while the backup runs names its process (capacity OOMs in the window too), no other does
     named = requests.filter(pl.col("error").str.contains("Process ", literal=True))
     during = requests.filter(
-        (pl.col("status") == "oom")
-        & in_backup(pl.col("tod"))
-        & pl.col("instance").is_in(backup["calendar_hosts"])
+        (pl.col("status") == "oom") & in_backup(pl.col("tod")) & pl.col("instance").is_in(backup["calendar_hosts"])
     )
     assert named["request_id"].sort().to_list() == during["request_id"].sort().to_list()
     assert named.height >= backup["ooms"] - backup["ooms_by_host"].get("a10-06", 0)
@@ -315,9 +303,7 @@ def _lifetimes(frame: pl.DataFrame) -> list[pl.DataFrame]:
     return [frame.filter(ids == i) for i in ids.unique(maintain_order=True)]
 
 
-def test_the_leaking_version_climbs_until_the_watchdog_restarts_it(
-    truths: dict, requests: pl.DataFrame
-) -> None:
+def test_the_leaking_version_climbs_until_the_watchdog_restarts_it(truths: dict, requests: pl.DataFrame) -> None:
     leak = truths["leak"]
     baseline = truths["memory_model"]["fleet_baseline_allocated"]
     others = requests.filter(pl.col("model_version") != leak["model_version"])["allocated_after"]
@@ -338,9 +324,7 @@ def test_the_leaking_version_climbs_until_the_watchdog_restarts_it(
     assert set(leaked["model_version"]) == {leak["model_version"]}
 
 
-def test_leak_ooms_happen_only_on_a_raised_baseline(
-    truths: dict, requests: pl.DataFrame, causes: pl.DataFrame
-) -> None:
+def test_leak_ooms_happen_only_on_a_raised_baseline(truths: dict, requests: pl.DataFrame, causes: pl.DataFrame) -> None:
     ids = causes.filter(pl.col("cause") == "leak")["request_id"]
     rows = requests.filter(pl.col("request_id").is_in(ids.implode()))
     assert rows.height == truths["leak"]["ooms"]

@@ -35,9 +35,7 @@ def test_serve_leak_top_suspect_is_the_kv_cache_concatenation() -> None:
 def test_serve_leak_live_bytes_by_site() -> None:
     sites = allocation_sites(case_db("serve_leak"), 1)
     by_site = dict(zip(sites["site"], sites["live_bytes"], strict=True))
-    cache = (
-        by_site["transformers/cache_utils.py:update:146"] + by_site["transformers/cache_utils.py:update:147"]
-    )
+    cache = by_site["transformers/cache_utils.py:update:146"] + by_site["transformers/cache_utils.py:update:147"]
     assert 4.1 * GIB < cache < 4.3 * GIB  # README: 4.2 GiB at cache_utils.py update
     assert 0.3 * GIB < by_site["transformers/modeling_utils.py:to:3706"] < 0.34 * GIB  # README: 0.32 GiB
     assert sites["rank"].to_list()[:2] == [1, 2]
@@ -60,9 +58,7 @@ def test_cache_bloat_resident_model_is_not_a_suspect() -> None:
     assert model["growth_bytes"] == 2 * GIB and model["rising_windows"] == 1
 
 
-@pytest.mark.parametrize(
-    ("scenario", "unallocated_gib"), [("fragmentation", 1.67), ("fragmentation_expandable", 1.72)]
-)
+@pytest.mark.parametrize(("scenario", "unallocated_gib"), [("fragmentation", 1.67), ("fragmentation_expandable", 1.72)])
 @pytest.mark.parametrize("name", ["snapshot_fragmented_oom", "snapshot_after_empty_cache"])
 def test_the_1gib_request_is_a_fragmentation_oom(scenario: str, unallocated_gib: float, name: str) -> None:
     moments = oom_moments(case_db(scenario, name), 1)
@@ -122,8 +118,7 @@ def _time_us(ts: str) -> int:
 def test_model_swap_replay_shows_the_stale_weights_then_the_cleanup() -> None:
     con = case_db("model_swap")
     full = con.sql(
-        "SELECT time_us, allocated_bytes, reserved_bytes FROM fct_snapshot_timeline "
-        "WHERE snapshot_id = 1 ORDER BY seq"
+        "SELECT time_us, allocated_bytes, reserved_bytes FROM fct_snapshot_timeline WHERE snapshot_id = 1 ORDER BY seq"
     ).pl()
     swaps = _swaps()
     for swap in swaps:  # the backward replay meets the reserved bytes the service logged at every swap
@@ -165,9 +160,7 @@ def test_downsample_keeps_peaks_dips_and_ooms() -> None:
             "reserved_bytes": [5] * 10_000,
             "is_oom": [i == 4321 for i in range(10_000)],
         }
-    ).with_columns(
-        pl.when(pl.col("seq") == 777).then(5000).otherwise("allocated_bytes").alias("allocated_bytes")
-    )
+    ).with_columns(pl.when(pl.col("seq") == 777).then(5000).otherwise("allocated_bytes").alias("allocated_bytes"))
     small = downsample(points, 200)
     assert small.height <= 200
     assert 777 in small["seq"].to_list() and 4321 in small["seq"].to_list()
@@ -188,8 +181,7 @@ def test_layout_replay_agrees_with_the_timeline_view(scenario: str, name: str) -
     con = case_db(scenario, name)
     for moment in oom_moments(con, 1):
         allocated, reserved = con.execute(
-            "SELECT allocated_bytes, reserved_bytes FROM fct_snapshot_timeline "
-            "WHERE snapshot_id = 1 AND seq = ?",
+            "SELECT allocated_bytes, reserved_bytes FROM fct_snapshot_timeline WHERE snapshot_id = 1 AND seq = ?",
             [moment.seq],
         ).fetchall()[0]
         assert moment.reserved_bytes == reserved
@@ -204,7 +196,5 @@ def test_python_replay_equals_the_timeline_view(scenario: str) -> None:
     con = case_db(scenario, name)
     full, _start = replay(con, 1, 0)
     columns = ["seq", "allocated_bytes", "active_bytes", "reserved_bytes", "is_oom"]
-    view = con.sql(
-        f"SELECT {', '.join(columns)} FROM fct_snapshot_timeline WHERE snapshot_id = 1 ORDER BY seq"
-    ).pl()
+    view = con.sql(f"SELECT {', '.join(columns)} FROM fct_snapshot_timeline WHERE snapshot_id = 1 ORDER BY seq").pl()
     assert full.select(columns).equals(view)

@@ -55,9 +55,7 @@ OOM_KEYS = {
 
 
 def test_inspect_returns_the_documented_json() -> None:
-    result = inspect_snapshot(
-        snapshot_path("fragmentation_expandable", "snapshot_fragmented_oom"), requested_bytes=GIB
-    )
+    result = inspect_snapshot(snapshot_path("fragmentation_expandable", "snapshot_fragmented_oom"), requested_bytes=GIB)
     assert set(result) == DOCUMENTED_KEYS | {"fit"}
     assert json.loads(json.dumps(result)) == result
     assert result["expandable_segments"] is True

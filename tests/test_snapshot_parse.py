@@ -85,9 +85,7 @@ def test_sites_skip_framework_plumbing() -> None:
         "transformers/cache_utils.py:update:147",
         "transformers/modeling_utils.py:to:3706",
     } <= sites
-    assert not any(
-        site.startswith(("torch/nn/modules/module.py", "torch/utils/_contextlib.py")) for site in sites
-    )
+    assert not any(site.startswith(("torch/nn/modules/module.py", "torch/utils/_contextlib.py")) for site in sites)
 
 
 def test_cpp_frames_are_kept_and_sites_are_python() -> None:
@@ -117,11 +115,9 @@ def test_json_form_reads_like_the_pickle(tmp_path: Path) -> None:
     from_json, from_pickle = read_snapshot(path), read_case("fragmentation", "snapshot_fragmented_oom")
     assert from_json.meta.format == "json"
     for table in ("segments", "blocks", "trace_events", "stacks", "frames", "ooms"):
-        assert (
-            getattr(from_json, table)
-            .cast(getattr(from_pickle, table).schema)
-            .equals(getattr(from_pickle, table))
-        ), table
+        assert getattr(from_json, table).cast(getattr(from_pickle, table).schema).equals(getattr(from_pickle, table)), (
+            table
+        )
 
 
 def test_sniff_snapshot() -> None:

@@ -15,8 +15,7 @@ from oomlab.load import connect
 
 def test_each_object_comes_after_those_its_sql_names() -> None:
     order = sql.creation_order()
-    assert len(order) == len(set(order)) == len(sql.names_in("tables") + sql.names_in("macros") +
-                                                sql.names_in("views"))
+    assert len(order) == len(set(order)) == len(sql.names_in("tables") + sql.names_in("macros") + sql.names_in("views"))
     position = {name: i for i, name in enumerate(order)}
     for name in order:
         code = re.sub(r"--[^\n]*", " ", sql.sql_text(name))
@@ -27,8 +26,10 @@ def test_each_object_comes_after_those_its_sql_names() -> None:
 
 
 def test_objects_naming_each_other_in_a_circle_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    texts = {"a_view": "CREATE VIEW a_view AS SELECT * FROM b_view",
-             "b_view": "CREATE VIEW b_view AS SELECT * FROM a_view"}
+    texts = {
+        "a_view": "CREATE VIEW a_view AS SELECT * FROM b_view",
+        "b_view": "CREATE VIEW b_view AS SELECT * FROM a_view",
+    }
     monkeypatch.setattr(sql, "names_in", lambda folder: sorted(texts) if folder == "views" else [])
     monkeypatch.setattr(sql, "sql_text", texts.__getitem__)
     sql.creation_order.cache_clear()

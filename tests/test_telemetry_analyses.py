@@ -22,9 +22,11 @@ TRUTHS = json.loads((FLEET / "truths.json").read_text())
 # serve_mixed's first OOM, in the pre-2.1 wording that names no other process (PyTorch 1.4-2.0): the numbers are
 # the real message's (398.00 MiB requested, 139.80 GiB, 281.56 MiB free, 3.13 allocated + 405.08 MiB
 # reserved-unallocated = 3.53 GiB reserved), at its real time.
-OLD_FORMAT = ("2026-11-30T01:50:03.302Z ERROR RuntimeError: CUDA out of memory. Tried to allocate 398.00 MiB "
-              "(GPU 0; 139.80 GiB total capacity; 3.13 GiB already allocated; 281.56 MiB free; 3.53 GiB reserved "
-              "in total by PyTorch)\n")
+OLD_FORMAT = (
+    "2026-11-30T01:50:03.302Z ERROR RuntimeError: CUDA out of memory. Tried to allocate 398.00 MiB "
+    "(GPU 0; 139.80 GiB total capacity; 3.13 GiB already allocated; 281.56 MiB free; 3.53 GiB reserved "
+    "in total by PyTorch)\n"
+)
 
 
 def _ingest(run_cli, db, *paths, instance: str | None = None) -> None:
@@ -48,17 +50,24 @@ def test_a_neighbour_only_nvidia_smi_saw_is_external_pressure(tmp_path, db, run_
     (alone,) = _classified(db).iter_rows(named=True)
     # alone, the message shows a nearly full cache (405 MiB unallocated for a 398 MiB request) and nothing else
     assert (alone["cause"], alone["rule"], alone["neighbours_seen_by"]) == (
-        "fragmentation", "slack_fragmentation", None)
+        "fragmentation",
+        "slack_fragmentation",
+        None,
+    )
     _ingest(run_cli, db, ENV / "nvsmi_apps_run2.csv.gz", instance="gpu-b-1")
     (seen,) = _classified(db).iter_rows(named=True)
     assert (seen["cause"], seen["rule"], seen["neighbours_seen_by"]) == (
-        "external_pressure", "dominant_neighbour", "nvidia-smi")
+        "external_pressure",
+        "dominant_neighbour",
+        "nvidia-smi",
+    )
     assert seen["other_pids"] == [1030] and seen["other_bytes"] == 138540 * MIB
     # this process: pid 1009, the one nearest the message's 3.53 GiB reserved, listed with 4096 MiB
     assert seen["process_in_use_bytes"] == 4096 * MIB
     assert seen["evidence"] == (
         "process 1030 (/opt/torch/.venv/bin/python3) held 135.29 GiB (nvidia-smi at 2026-11-30 01:50:03) of the "
-        "139.80 GiB device while this process had 4.00 GiB; 282 MiB was free for a 398 MiB request")
+        "139.80 GiB device while this process had 4.00 GiB; 282 MiB was free for a 398 MiB request"
+    )
 
 
 def test_the_real_messages_already_name_the_neighbour_nvidia_smi_saw(db, run_cli, sql) -> None:
@@ -96,8 +105,9 @@ def test_device_levels_and_the_alert_see_the_neighbour(db, run_cli) -> None:
     finally:
         con.close()
     # the request-based columns do not change; the device's are what nvidia-smi saw of its 143771 MiB
-    assert {k: levels[k] for k in without if not k.startswith(("telemetry_", "level_source", "alert_"))} == \
-        {k: without[k] for k in without if not k.startswith(("telemetry_", "level_source", "alert_"))}
+    assert {k: levels[k] for k in without if not k.startswith(("telemetry_", "level_source", "alert_"))} == {
+        k: without[k] for k in without if not k.startswith(("telemetry_", "level_source", "alert_"))
+    }
     assert levels["level_source"] == "telemetry" and levels["telemetry_samples"] == len(samples)
     assert levels["telemetry_total_bytes"] == 143771 * MIB
     assert levels["telemetry_max_level"] == pytest.approx(max(used) / 143771)
@@ -119,15 +129,18 @@ def test_the_fleet_nvidia_smi_samples_join_the_request_logs(fleet_con) -> None:
     weeks = 3 * 7 * 24 * 12  # one sample every 5 minutes for three weeks
     assert set(telemetry.values()) == {weeks}
     cards = fleet_con.execute("SELECT DISTINCT gpu_name, memory_total_bytes FROM gpu_samples ORDER BY 2").fetchall()
-    assert cards == [(c["smi_name"], c["smi_total_mib"] * MIB) for c in (TRUTHS["cards"]["A10"],
-                                                                          TRUTHS["cards"]["A100"])]
+    assert cards == [
+        (c["smi_name"], c["smi_total_mib"] * MIB) for c in (TRUTHS["cards"]["A10"], TRUTHS["cards"]["A100"])
+    ]
 
 
 def test_the_fleet_backup_is_visible_on_its_hosts(fleet_con) -> None:
     backup = TRUTHS["backup"]
     rows = fleet_con.execute(
         "SELECT instance, count(DISTINCT pid), min(used_bytes), max(used_bytes), min(hour(ts)), max(hour(ts)) "
-        "FROM gpu_process_samples WHERE process_name = ? GROUP BY 1 ORDER BY 1", [backup["process_name"]]).fetchall()
+        "FROM gpu_process_samples WHERE process_name = ? GROUP BY 1 ORDER BY 1",
+        [backup["process_name"]],
+    ).fetchall()
     nights = 21  # a new pid every night
     mib = backup["gpu_memory_mib"] * MIB
     assert rows == [(host, nights, mib, mib, 1, 2) for host in sorted(backup["calendar_hosts"])]
@@ -149,6 +162,7 @@ def test_the_fleet_device_levels(fleet_con) -> None:
 
 def test_a_fleet_level_from_the_staging_view(fleet_con) -> None:
     at = datetime(2026, 11, 2, 0, 0, 0, 4000)  # the first a10-01 sample: 4576 MiB of 23028
-    assert fleet_con.execute("SELECT memory_used_bytes, memory_total_bytes, level FROM stg_gpu_samples "
-                             "WHERE instance = 'a10-01' AND ts = ?", [at]).fetchall() == [
-        (4576 * MIB, 23028 * MIB, 4576 / 23028)]
+    assert fleet_con.execute(
+        "SELECT memory_used_bytes, memory_total_bytes, level FROM stg_gpu_samples WHERE instance = 'a10-01' AND ts = ?",
+        [at],
+    ).fetchall() == [(4576 * MIB, 23028 * MIB, 4576 / 23028)]

@@ -30,8 +30,9 @@ def _mib(value: str) -> int:
 @pytest.fixture
 def run2(db, run_cli):
     """Run 2's GPU and compute-apps samples, labelled as serve_mixed's instance."""
-    result = run_cli("ingest", ENV / "nvsmi_gpu_run2.csv.gz", ENV / "nvsmi_apps_run2.csv.gz",
-                     "--instance", "gpu-b-1", "--db", db)
+    result = run_cli(
+        "ingest", ENV / "nvsmi_gpu_run2.csv.gz", ENV / "nvsmi_apps_run2.csv.gz", "--instance", "gpu-b-1", "--db", db
+    )
     assert result.exit_code == 0, result.output
     return result
 
@@ -47,20 +48,23 @@ def test_gpu_samples_to_the_byte(run2, sql) -> None:
     assert sql("SELECT count(*), min(line), max(line) FROM gpu_samples") == [(len(rows), 2, len(rows) + 1)]
     # the card: 143771 MiB total (README), named as nvidia-smi names it, one GPU
     assert sql("SELECT DISTINCT memory_total_bytes, gpu_name, gpu_index, instance, origin FROM gpu_samples") == [
-        (143771 * MIB, "NVIDIA H200", 0, "gpu-b-1", "nvidia-smi")]
+        (143771 * MIB, "NVIDIA H200", 0, "gpu-b-1", "nvidia-smi")
+    ]
     top = max(_mib(r[3]) for r in rows)
     assert top == 143137 * MIB  # the run's highest memory.used, with the neighbour and serve_mixed at once
     assert sql("SELECT max(memory_used_bytes) FROM gpu_samples") == [(top,)]
     first = rows[0]
-    assert sql("SELECT ts, memory_used_bytes, memory_free_bytes, utilization_gpu, temperature, power_w "
-               "FROM gpu_samples WHERE line = 2") == [
-        (datetime(2026, 11, 30, 1, 49, 9, 1000), 0, 143156 * MIB, 0.0, 37.0, float(first[9][:-2]))]
+    assert sql(
+        "SELECT ts, memory_used_bytes, memory_free_bytes, utilization_gpu, temperature, power_w "
+        "FROM gpu_samples WHERE line = 2"
+    ) == [(datetime(2026, 11, 30, 1, 49, 9, 1000), 0, 143156 * MIB, 0.0, 37.0, float(first[9][:-2]))]
 
 
 def test_free_memory_agrees_with_the_oom_message(run2, sql) -> None:
     # serve_mixed's first OOM (01:50:03.302) says `281.56 MiB is free`; the next sample, 0.24 s later, 282 MiB
-    after = sql("SELECT ts, memory_free_bytes FROM gpu_samples WHERE ts >= '2026-11-30 01:50:03.302' "
-                "ORDER BY ts LIMIT 1")
+    after = sql(
+        "SELECT ts, memory_free_bytes FROM gpu_samples WHERE ts >= '2026-11-30 01:50:03.302' ORDER BY ts LIMIT 1"
+    )
     assert after == [(datetime(2026, 11, 30, 1, 50, 3, 541000), 282 * MIB)]
     assert abs(after[0][1] - 281.56 * MIB) < MIB
 
@@ -69,34 +73,44 @@ def test_process_samples_name_the_neighbour(run2, sql) -> None:
     rows = _rows("nvsmi_apps_run2.csv.gz")
     assert sql("SELECT count(*) FROM gpu_process_samples") == [(len(rows),)]
     pids = {(int(r[1]), r[2]) for r in rows if r[2] != "[No data]"}
-    assert set(sql("SELECT DISTINCT pid, process_name FROM gpu_process_samples WHERE process_name IS NOT NULL")) \
-        == pids
+    assert set(sql("SELECT DISTINCT pid, process_name FROM gpu_process_samples WHERE process_name IS NOT NULL")) == pids
     assert (1030, "/opt/torch/.venv/bin/python3") in pids and (1009, "python3") in pids
     # the neighbour of serve_mixed's OOM messages (`Process 1030 has 135.29 GiB memory in use`)
     held = sql("SELECT DISTINCT used_bytes FROM gpu_process_samples WHERE pid = 1030")
     assert held == [(138540 * MIB,)] and round(held[0][0] / (1 << 30), 2) == 135.29
     # a process gone between listing and reading: `[No data]` as its name (line 22), its memory still read
     assert sql("SELECT pid, process_name, used_bytes FROM gpu_process_samples WHERE line = 22") == [
-        (951, None, 5816 * MIB)]
+        (951, None, 5816 * MIB)
+    ]
     # every process of one sampling round carries the round's timestamp
-    assert sql("SELECT pid, used_bytes FROM gpu_process_samples WHERE ts = '2026-11-30 01:50:03.035' "
-               "ORDER BY pid") == [(1009, 4096 * MIB), (1030, 138540 * MIB)]
+    assert sql("SELECT pid, used_bytes FROM gpu_process_samples WHERE ts = '2026-11-30 01:50:03.035' ORDER BY pid") == [
+        (1009, 4096 * MIB),
+        (1030, 138540 * MIB),
+    ]
 
 
 def test_run1_and_the_summary(db, run_cli, sql, monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")  # one table row per source
     result = run_cli("ingest", ENV, "--db", db)
     assert result.exit_code == 0, result.output
-    for name, kind, rows in (("nvsmi_gpu_run1", "nvsmi_gpu", 435), ("nvsmi_apps_run1", "nvsmi_apps", 204),
-                             ("nvsmi_gpu_run2", "nvsmi_gpu", 398), ("nvsmi_apps_run2", "nvsmi_apps", 203)):
+    for name, kind, rows in (
+        ("nvsmi_gpu_run1", "nvsmi_gpu", 435),
+        ("nvsmi_apps_run1", "nvsmi_apps", 204),
+        ("nvsmi_gpu_run2", "nvsmi_gpu", 398),
+        ("nvsmi_apps_run2", "nvsmi_apps", 203),
+    ):
         line = next(x for x in result.stdout.splitlines() if name in x)
         assert kind in line and f" {rows} " in line
     # without --instance each file is named after itself
     assert sql("SELECT instance, max(memory_used_bytes) FROM gpu_samples GROUP BY 1 ORDER BY 1") == [
         ("nvsmi_gpu_run1", max(_mib(r[3]) for r in _rows("nvsmi_gpu_run1.csv.gz"))),
-        ("nvsmi_gpu_run2", 143137 * MIB)]
+        ("nvsmi_gpu_run2", 143137 * MIB),
+    ]
     assert sql("SELECT kind, sum(rows) FROM sources GROUP BY 1 ORDER BY 1") == [
-        ("nvsmi_apps", 407), ("nvsmi_gpu", 833), ("text", 0)]
+        ("nvsmi_apps", 407),
+        ("nvsmi_gpu", 833),
+        ("text", 0),
+    ]
 
 
 def test_local_time_zone(db, run_cli, sql) -> None:
@@ -104,23 +118,30 @@ def test_local_time_zone(db, run_cli, sql) -> None:
     assert sql("SELECT ts FROM gpu_samples WHERE line = 2") == [(datetime(2026, 11, 29, 17, 49, 9, 1000),)]
 
 
-HEADER = ("timestamp, index, name, memory.used [MiB], memory.total [MiB], memory.free [MiB], "
-          "utilization.gpu [%], utilization.memory [%], temperature.gpu, power.draw [W]")
+HEADER = (
+    "timestamp, index, name, memory.used [MiB], memory.total [MiB], memory.free [MiB], "
+    "utilization.gpu [%], utilization.memory [%], temperature.gpu, power.draw [W]"
+)
 
 
 def test_bad_lines_are_rejected_and_the_rest_loads(tmp_path, db, run_cli, sql) -> None:
     good = "2026/11/30 01:50:03.541, 0, NVIDIA H200, 142875 MiB, 143771 MiB, 282 MiB, 27 %, 10 %, 42, 167.52 W"
     path = tmp_path / "node-7.csv"
-    path.write_text("\n".join([
-        HEADER,
-        good,                                                                     # 2
-        "2026/11/30 01:50:04.041, 0, NVIDIA H200, 142877 MiB, 143771 MiB",        # 3: cut short
-        good.replace("142875 MiB", "lots MiB"),                                   # 4
-        good.replace("2026/11/30 01:50:03.541", "yesterday"),                     # 5
-        good.replace("142875 MiB", "142875 furlongs"),                            # 6
-        good.replace(" 0, NVIDIA", " x, NVIDIA"),                                 # 7
-        good.replace("27 %", "[N/A]").replace("167.52 W", "[Not Supported]"),    # 8: fine, two NULLs
-    ]) + "\n")
+    path.write_text(
+        "\n".join(
+            [
+                HEADER,
+                good,  # 2
+                "2026/11/30 01:50:04.041, 0, NVIDIA H200, 142877 MiB, 143771 MiB",  # 3: cut short
+                good.replace("142875 MiB", "lots MiB"),  # 4
+                good.replace("2026/11/30 01:50:03.541", "yesterday"),  # 5
+                good.replace("142875 MiB", "142875 furlongs"),  # 6
+                good.replace(" 0, NVIDIA", " x, NVIDIA"),  # 7
+                good.replace("27 %", "[N/A]").replace("167.52 W", "[Not Supported]"),  # 8: fine, two NULLs
+            ]
+        )
+        + "\n"
+    )
     result = run_cli("ingest", path, "--db", db)
     assert result.exit_code == 0
     assert dict(sql("SELECT line, reason FROM rejects ORDER BY line")) == {
@@ -131,23 +152,30 @@ def test_bad_lines_are_rejected_and_the_rest_loads(tmp_path, db, run_cli, sql) -
         7: "index: 'x' is not an integer",
     }
     assert f"{path}:3: expected 10 fields, found 5" in result.stderr
-    assert sql("SELECT line, instance, utilization_gpu, power_w, memory_free_bytes FROM gpu_samples ORDER BY line") \
-        == [(2, "node-7", 27.0, 167.52, 282 * MIB), (8, "node-7", None, None, 282 * MIB)]
+    assert sql("SELECT line, instance, utilization_gpu, power_w, memory_free_bytes FROM gpu_samples ORDER BY line") == [
+        (2, "node-7", 27.0, 167.52, 282 * MIB),
+        (8, "node-7", None, None, 282 * MIB),
+    ]
     assert sql("SELECT rows, rejects, kind FROM sources") == [(2, 5, "nvsmi_gpu")]
 
 
 def test_nounits_and_a_process_name_with_commas(tmp_path, db, run_cli, sql) -> None:
     gpu = tmp_path / "node-8.gpu.csv"
-    gpu.write_text("timestamp, index, memory.used [MiB], memory.total [MiB]\n"
-                   "2026/11/30 01:50:03.541, 1, 4096, 143771\n")
+    gpu.write_text(
+        "timestamp, index, memory.used [MiB], memory.total [MiB]\n2026/11/30 01:50:03.541, 1, 4096, 143771\n"
+    )
     apps = tmp_path / "node-8.apps.csv"
-    apps.write_text("timestamp, pid, process_name, used_gpu_memory [MiB]\n"
-                    "2026/11/30 01:50:03.035, 77, python3 -m serve --a=1,b=2, 4096 MiB\n")
+    apps.write_text(
+        "timestamp, pid, process_name, used_gpu_memory [MiB]\n"
+        "2026/11/30 01:50:03.035, 77, python3 -m serve --a=1,b=2, 4096 MiB\n"
+    )
     assert run_cli("ingest", gpu, apps, "--db", db).exit_code == 0
     assert sql("SELECT instance, gpu_index, memory_used_bytes, memory_total_bytes FROM gpu_samples") == [
-        ("node-8", 1, 4096 * MIB, 143771 * MIB)]
+        ("node-8", 1, 4096 * MIB, 143771 * MIB)
+    ]
     assert sql("SELECT pid, process_name, used_bytes FROM gpu_process_samples") == [
-        (77, "python3 -m serve --a=1,b=2", 4096 * MIB)]
+        (77, "python3 -m serve --a=1,b=2", 4096 * MIB)
+    ]
 
 
 def test_a_csv_without_timestamps_fails_as_a_whole(tmp_path, db, run_cli, sql) -> None:
@@ -155,6 +183,8 @@ def test_a_csv_without_timestamps_fails_as_a_whole(tmp_path, db, run_cli, sql) -
     path.write_text("index, memory.used [MiB], memory.total [MiB]\n0, 1 MiB, 2 MiB\n")
     result = run_cli("ingest", path, "--db", db)
     assert result.exit_code == 1
-    assert (f"error: {path}: nvidia-smi CSV without a timestamp field (query it with --query-gpu=timestamp,... "
-            "so samples can be placed in time)") in result.stderr
+    assert (
+        f"error: {path}: nvidia-smi CSV without a timestamp field (query it with --query-gpu=timestamp,... "
+        "so samples can be placed in time)"
+    ) in result.stderr
     assert sql("SELECT count(*) FROM gpu_samples") == [(0,)]

@@ -19,8 +19,10 @@ from oomlab.parse.detect import detect_kind
 from oomlab.parse.telemetry_prom import parse_sample
 
 MIB = 1 << 20
-LABELS0 = ('gpu="0",UUID="GPU-5bd0a9c4-8e31-7c0f-4f7d-2b2a8e0c1f11",pci_bus_id="00000000:00:06.0",'
-           'device="nvidia0",modelName="NVIDIA H200",Hostname="node-1",container="",namespace="",pod=""')
+LABELS0 = (
+    'gpu="0",UUID="GPU-5bd0a9c4-8e31-7c0f-4f7d-2b2a8e0c1f11",pci_bus_id="00000000:00:06.0",'
+    'device="nvidia0",modelName="NVIDIA H200",Hostname="node-1",container="",namespace="",pod=""'
+)
 LABELS1 = LABELS0.replace('gpu="0"', 'gpu="1"').replace("1f11", "1f12").replace("nvidia0", "nvidia1")
 DCGM = f"""# HELP DCGM_FI_DEV_FB_FREE Framebuffer memory free (in MiB).
 # TYPE DCGM_FI_DEV_FB_FREE gauge
@@ -79,22 +81,64 @@ def test_detected_by_content(tmp_path) -> None:
 def test_dcgm_fields_of_one_gpu_and_moment_make_one_row(tmp_path, db, run_cli, sql) -> None:
     result = run_cli("ingest", _write(tmp_path, "dcgm.prom", DCGM), "--db", db)
     assert result.exit_code == 0, result.output
-    rows = sql("SELECT ts, instance, gpu_index, gpu_name, gpu_uuid, gpu_bus_id, memory_used_bytes, "
-               "memory_free_bytes, memory_total_bytes, utilization_gpu, power_w, origin, line "
-               "FROM gpu_samples ORDER BY ts, gpu_index")
+    rows = sql(
+        "SELECT ts, instance, gpu_index, gpu_name, gpu_uuid, gpu_bus_id, memory_used_bytes, "
+        "memory_free_bytes, memory_total_bytes, utilization_gpu, power_w, origin, line "
+        "FROM gpu_samples ORDER BY ts, gpu_index"
+    )
     at, later = datetime(2026, 11, 30, 1, 49, 53, 35000), datetime(2026, 11, 30, 1, 49, 54, 36000)
     uuid = "GPU-5bd0a9c4-8e31-7c0f-4f7d-2b2a8e0c1f11"
     assert rows == [
-        (at, "node-1", 0, "NVIDIA H200", uuid, "00000000:00:06.0", 141107 * MIB, 2050 * MIB, None, 5.0, 135.68,
-         "dcgm", 3),
-        (at, "node-1", 1, "NVIDIA H200", uuid[:-1] + "2", "00000000:00:06.0", 0, 143156 * MIB, None, None, None,
-         "dcgm", 4),
-        (later, "node-1", 0, "NVIDIA H200", uuid, "00000000:00:06.0", 142161 * MIB, 996 * MIB, None, None, None,
-         "dcgm", 18),
+        (
+            at,
+            "node-1",
+            0,
+            "NVIDIA H200",
+            uuid,
+            "00000000:00:06.0",
+            141107 * MIB,
+            2050 * MIB,
+            None,
+            5.0,
+            135.68,
+            "dcgm",
+            3,
+        ),
+        (
+            at,
+            "node-1",
+            1,
+            "NVIDIA H200",
+            uuid[:-1] + "2",
+            "00000000:00:06.0",
+            0,
+            143156 * MIB,
+            None,
+            None,
+            None,
+            "dcgm",
+            4,
+        ),
+        (
+            later,
+            "node-1",
+            0,
+            "NVIDIA H200",
+            uuid,
+            "00000000:00:06.0",
+            142161 * MIB,
+            996 * MIB,
+            None,
+            None,
+            None,
+            "dcgm",
+            18,
+        ),
     ]
     # DCGM states used and free, not the total: the staging view adds them (the driver's reserve is not in it)
     assert sql("SELECT memory_total_bytes, level FROM stg_gpu_samples WHERE line = 3") == [
-        (143157 * MIB, 141107 / 143157)]
+        (143157 * MIB, 141107 / 143157)
+    ]
     assert sql("SELECT rows, rejects FROM sources") == [(3, 0)]  # SM_CLOCK is not a field oomlab keeps
 
 
@@ -104,13 +148,20 @@ def test_instance_option_wins_over_the_hostname_label(tmp_path, db, run_cli, sql
 
 
 def test_bad_samples_are_rejected(tmp_path, db, run_cli, sql) -> None:
-    text = DCGM + "\n".join([
-        'DCGM_FI_DEV_GPU_TEMP{gpu="0", UUID="GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52"} 9223372036854775794',  # 22
-        'DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-x" 12 1796003395000',                                           # 23
-        'DCGM_FI_DEV_FB_USED{UUID="GPU-x"} 12 1796003395000',                                                  # 22
-        'DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-x"} twelve 1796003395000',                                      # 23
-        'DCGM_FI_DEV_FB_USED{gpu="0", UUID="GPU-x",} 12 1796003395000',                                  # 24: fine
-    ]) + "\n"
+    text = (
+        DCGM
+        + "\n".join(
+            [
+                # 22
+                'DCGM_FI_DEV_GPU_TEMP{gpu="0", UUID="GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52"} 9223372036854775794',
+                'DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-x" 12 1796003395000',  # 23
+                'DCGM_FI_DEV_FB_USED{UUID="GPU-x"} 12 1796003395000',  # 22
+                'DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-x"} twelve 1796003395000',  # 23
+                'DCGM_FI_DEV_FB_USED{gpu="0", UUID="GPU-x",} 12 1796003395000',  # 24: fine
+            ]
+        )
+        + "\n"
+    )
     path = _write(tmp_path, "node-2.prom", text)
     result = run_cli("ingest", path, "--db", db)
     assert result.exit_code == 0
@@ -126,17 +177,22 @@ def test_bad_samples_are_rejected(tmp_path, db, run_cli, sql) -> None:
 
 
 def test_a_scrape_without_timestamps_takes_the_file_time(tmp_path, db, run_cli, sql) -> None:
-    untimed = "\n".join(line.rsplit(" ", 1)[0] if line.startswith("DCGM") else line
-                        for line in DCGM.splitlines()[:9]) + "\n"
-    path = _write(tmp_path, "once.prom", untimed + 'DCGM_FI_DEV_FB_USED{' + LABELS0 + '} 7\n')
+    untimed = (
+        "\n".join(line.rsplit(" ", 1)[0] if line.startswith("DCGM") else line for line in DCGM.splitlines()[:9]) + "\n"
+    )
+    path = _write(tmp_path, "once.prom", untimed + "DCGM_FI_DEV_FB_USED{" + LABELS0 + "} 7\n")
     moment = datetime(2026, 11, 30, 1, 50, 0)
     epoch = moment.replace(tzinfo=UTC).timestamp()
     os.utime(path, (epoch, epoch))
     assert run_cli("ingest", path, "--db", db).exit_code == 0
     assert sql("SELECT DISTINCT ts FROM gpu_samples") == [(moment,)]
     assert sql("SELECT line, reason FROM rejects") == [
-        (10, "DCGM_FI_DEV_FB_USED: series repeated without a timestamp (several scrapes in one file need sample "
-             "timestamps)")]
+        (
+            10,
+            "DCGM_FI_DEV_FB_USED: series repeated without a timestamp (several scrapes in one file need sample "
+            "timestamps)",
+        )
+    ]
 
 
 def test_vllm_metrics(tmp_path, db, run_cli, sql) -> None:

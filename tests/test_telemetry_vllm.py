@@ -35,8 +35,10 @@ V1 = """(EngineCore pid=326) INFO 10-06 17:00:11 [model_runner.py:407] Model loa
 (EngineCore pid=326) INFO 10-06 17:00:33 [kv_cache_utils.py:2464] GPU KV cache size: 460,496 tokens, Maximum concurrency for 131,072 tokens per request: 3.51x
 (EngineCore pid=326) INFO 10-06 17:00:41 [gpu_worker.py:955] Free memory on device (78.84/79.25 GiB) on startup. Desired GPU memory utilization is (0.92, 72.91 GiB). Actual usage is 15.26 GiB for consumed memory (weights + non-torch), 1.44 GiB for peak activation, and 0.23 GiB for CUDAGraph memory. Current kv cache memory in use is 56.21 GiB.
 """  # noqa: E501
-OOM = ("2026-11-30T01:50:03.302Z ERROR torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 398.00 MiB. "
-       "GPU 0 has a total capacity of 139.80 GiB of which 281.56 MiB is free.\n")
+OOM = (
+    "2026-11-30T01:50:03.302Z ERROR torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 398.00 MiB. "
+    "GPU 0 has a total capacity of 139.80 GiB of which 281.56 MiB is free.\n"
+)
 
 
 def _merged(text: str) -> list:
@@ -70,31 +72,45 @@ def test_v1_lines_of_one_start_up_make_one_report() -> None:
 
 
 def test_other_wordings() -> None:
-    older = read_line("INFO 11-02 08:01:02 worker.py:232] Memory profiling results: duration=2.71 seconds, "
-                      "total_gpu_memory=79.15GiB, initial_memory_usage=15.43GiB, peak_torch_memory=16.61GiB, "
-                      "memory_usage_post_profile=15.58GiB, non_torch_memory=0.42GiB, kv_cache_size=54.21GiB, "
-                      "gpu_memory_utilization=0.90.")
-    assert older == ("v0_results", {"device_total_bytes": round(79.15 * GIB), "non_torch_bytes": round(0.42 * GIB),
-                                    "kv_cache_bytes": round(54.21 * GIB), "gpu_memory_utilization": 0.90})
-    split = read_line("(EngineCore_DP0 pid=3021) INFO 09-23 18:12:39 [gpu_worker.py:391] Free memory on device "
-                      "(78.66/79.19 GiB) on startup. Desired GPU memory utilization is (0.9, 71.27 GiB). Actual "
-                      "usage is 14.08 GiB for weight, 1.97 GiB for peak activation, 0.07 GiB for non-torch memory, "
-                      "and 0.67 GiB for CUDAGraph memory. Replace gpu_memory_utilization config with "
-                      "`--kv-cache-memory=58333988249` to fit into requested memory. Current kv cache memory in "
-                      "use is 59212694937 bytes.")
+    older = read_line(
+        "INFO 11-02 08:01:02 worker.py:232] Memory profiling results: duration=2.71 seconds, "
+        "total_gpu_memory=79.15GiB, initial_memory_usage=15.43GiB, peak_torch_memory=16.61GiB, "
+        "memory_usage_post_profile=15.58GiB, non_torch_memory=0.42GiB, kv_cache_size=54.21GiB, "
+        "gpu_memory_utilization=0.90."
+    )
+    assert older == (
+        "v0_results",
+        {
+            "device_total_bytes": round(79.15 * GIB),
+            "non_torch_bytes": round(0.42 * GIB),
+            "kv_cache_bytes": round(54.21 * GIB),
+            "gpu_memory_utilization": 0.90,
+        },
+    )
+    split = read_line(
+        "(EngineCore_DP0 pid=3021) INFO 09-23 18:12:39 [gpu_worker.py:391] Free memory on device "
+        "(78.66/79.19 GiB) on startup. Desired GPU memory utilization is (0.9, 71.27 GiB). Actual "
+        "usage is 14.08 GiB for weight, 1.97 GiB for peak activation, 0.07 GiB for non-torch memory, "
+        "and 0.67 GiB for CUDAGraph memory. Replace gpu_memory_utilization config with "
+        "`--kv-cache-memory=58333988249` to fit into requested memory. Current kv cache memory in "
+        "use is 59212694937 bytes."
+    )
     assert split is not None and split[1]["kv_cache_bytes"] == 59_212_694_937
     assert split[1]["weights_bytes"] == round(14.08 * GIB) and split[1]["non_torch_bytes"] == round(0.07 * GIB)
-    negative = read_line("INFO [worker.py:295] model weights take 6.59GiB; non_torch_memory takes 8.29GiB; PyTorch "
-                         "activation peak memory takes 4.93GiB; the rest of the memory reserved for KV Cache is "
-                         "-7.83GiB.")
+    negative = read_line(
+        "INFO [worker.py:295] model weights take 6.59GiB; non_torch_memory takes 8.29GiB; PyTorch "
+        "activation peak memory takes 4.93GiB; the rest of the memory reserved for KV Cache is "
+        "-7.83GiB."
+    )
     assert negative is not None and negative[1]["kv_cache_bytes"] == -round(7.83 * GIB)  # no room: it failed
     assert read_line("Loading model weights took 8.5107 GB") == ("", {"loaded_weights_bytes": round(8.5107 * GIB)})
     assert read_line("INFO GPU KV cache usage: 12.5%, CPU KV cache usage: 0.0%") is None
 
 
 def test_tensor_parallel_workers_repeat_one_report_and_a_reload_starts_the_next() -> None:
-    workers = V1.replace("(EngineCore pid=326)", "(Worker_TP0 pid=1)") + V1.replace("(EngineCore pid=326)",
-                                                                                      "(Worker_TP1 pid=2)")
+    workers = V1.replace("(EngineCore pid=326)", "(Worker_TP0 pid=1)") + V1.replace(
+        "(EngineCore pid=326)", "(Worker_TP1 pid=2)"
+    )
     first, second = _merged(workers)  # the second worker's model load comes after the first sized its cache
     assert first.kv_cache_bytes == second.kv_cache_bytes == round(56.21 * GIB)
     restarted = _merged(V1 + V1.replace("56.21", "40.00"))
@@ -122,7 +138,8 @@ def test_log_shipper_timestamps_and_time_zone(tmp_path, db, run_cli, sql) -> Non
     path.write_text("2026-11-30 09:00:05 INFO Available KV cache memory: 12.00 GiB\n")
     assert run_cli("ingest", path, "--tz", "Asia/Shanghai", "--db", db).exit_code == 0
     assert sql("SELECT ts, kv_cache_bytes, variant FROM engine_memory") == [
-        (datetime(2026, 11, 30, 1, 0, 5), 12 * GIB, "v1_available")]
+        (datetime(2026, 11, 30, 1, 0, 5), 12 * GIB, "v1_available")
+    ]
 
 
 def test_the_reports_ride_on_the_oom_scan_across_window_boundaries(tmp_path) -> None:
@@ -135,4 +152,5 @@ def test_the_reports_ride_on_the_oom_scan_across_window_boundaries(tmp_path) -> 
     reports = scanner.reports()
     assert [(r.line, r.ts, r.variant) for r in reports] == [
         (301, datetime(2026, 8, 12, 22, 32, 9), "v0_profiling"),
-        (300 + 5 + 300 + 1 + 300 + 1, datetime(2026, 10, 6, 17, 0, 11), "v1_available")]
+        (300 + 5 + 300 + 1 + 300 + 1, datetime(2026, 10, 6, 17, 0, 11), "v1_available"),
+    ]

@@ -83,13 +83,20 @@ def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
 
 def filler(rng: random.Random, n: int, second: int = 0) -> list[str]:
     """Ordinary log lines, none of which mentions an OOM."""
-    bodies = ["request done in 41 ms", "GPU KV cache usage: 12.5%", "scheduled batch of 8",
-              "allocated=1.2 GiB", "health ok", "Avg prompt throughput: 120.5 tokens/s"]
+    bodies = [
+        "request done in 41 ms",
+        "GPU KV cache usage: 12.5%",
+        "scheduled batch of 8",
+        "allocated=1.2 GiB",
+        "health ok",
+        "Avg prompt throughput: 120.5 tokens/s",
+    ]
     stamp = f"2026-11-30T01:{second // 60 % 60:02d}:{second % 60:02d}"
     return [f"{stamp}.{i % 1000:03d}Z INFO [app] {rng.choice(bodies)}" for i in range(n)]
 
 
 # --- the fixture file itself ------------------------------------------------------------------
+
 
 def test_the_fixture_file_parses_line_by_line() -> None:
     path = H200 / "serve_mixed" / "oom_messages.txt.gz"
@@ -101,6 +108,7 @@ def test_the_fixture_file_parses_line_by_line() -> None:
 
 
 # --- line numbers, timestamps, compression, chunk boundaries ----------------------------------
+
 
 def planted_log(seed: int = 7, count: int = 40) -> tuple[list[str], list[tuple[int, str]]]:
     """A log of filler with OOM lines at random places: (lines, [(line number, message)])."""
@@ -127,8 +135,9 @@ def test_lines_timestamps_and_bytes(tmp_path: Path, kind: str, chunk: int, engin
 
 
 @pytest.mark.parametrize("kind", ["plain", "gzip"])
-def test_the_polars_search_finds_what_bytes_find_does(tmp_path: Path, kind: str,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_polars_search_finds_what_bytes_find_does(
+    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     lines, planted = planted_log(seed=11, count=120)
     path = write_log(tmp_path, lines, kind)
     expected = list(scan_text_log(path))
@@ -141,9 +150,16 @@ def test_the_polars_search_finds_what_bytes_find_does(tmp_path: Path, kind: str,
 
 def test_marker_finder_agrees_on_messy_bytes() -> None:
     rng = random.Random(3)
-    pieces = [b"plain line\n", b"\xff\xfe invalid utf-8 \xc3\n", "ünïcode line\n".encode(),
-              b"x" * 5000 + b"\n", b"to allocate\n", b"\n", b"a" * 11 + b"\n",
-              *(m + b"\n" for m in OOM_MARKERS)]
+    pieces = [
+        b"plain line\n",
+        b"\xff\xfe invalid utf-8 \xc3\n",
+        "ünïcode line\n".encode(),
+        b"x" * 5000 + b"\n",
+        b"to allocate\n",
+        b"\n",
+        b"a" * 11 + b"\n",
+        *(m + b"\n" for m in OOM_MARKERS),
+    ]
     data = b"".join(rng.choice(pieces) for _ in range(3000))
     finder = textscan.MarkerFinder(OOM_MARKERS)
     for block in (16, 300, 4096):
@@ -178,8 +194,9 @@ def mixed_log(seed: int = 5, count: int = 400) -> list[str]:
 
 @pytest.mark.parametrize("kind", ["gzip", "zstd"])
 @pytest.mark.parametrize("chunk", [997, 70_001])
-def test_compressed_chunks_find_what_the_plain_file_has(tmp_path: Path, kind: str, chunk: int,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compressed_chunks_find_what_the_plain_file_has(
+    tmp_path: Path, kind: str, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     lines = mixed_log()
     expected = list(scan_text_log(write_log(tmp_path, lines)))  # searched by rg
     assert len(expected) == 400 and all(isinstance(item, TextOom) for item in expected)
@@ -193,14 +210,20 @@ def test_compressed_chunks_find_what_the_plain_file_has(tmp_path: Path, kind: st
 TIMESTAMPS = [
     ("2026-11-30T01:49:36.527Z ERROR ", {}, datetime(2026, 11, 30, 1, 49, 36, 527000)),
     ("2026-11-30T03:49:36.527+02:00 ERROR ", {}, datetime(2026, 11, 30, 1, 49, 36, 527000)),
-    ("2026-11-30 02:49:36,527 - app - ERROR - ", {"default_tz": "Europe/Berlin"},
-     datetime(2026, 11, 30, 1, 49, 36, 527000)),
+    (
+        "2026-11-30 02:49:36,527 - app - ERROR - ",
+        {"default_tz": "Europe/Berlin"},
+        datetime(2026, 11, 30, 1, 49, 36, 527000),
+    ),
     ("2026/11/30 01:49:36.001 ", {}, datetime(2026, 11, 30, 1, 49, 36, 1000)),
     ("[2026-11-30 01:49:36] ", {}, datetime(2026, 11, 30, 1, 49, 36)),
     ("2025-11-14T09:33:56.2332545Z FAILED ", {}, datetime(2025, 11, 14, 9, 33, 56, 233254)),
     ("Nov 30 01:49:36 gpu-a-0 python[42]: ", {"year": 2025}, datetime(2025, 11, 30, 1, 49, 36)),
-    ("Nov 30 02:49:36 gpu-a-0 python[42]: ", {"year": 2025, "default_tz": "Europe/Berlin"},
-     datetime(2025, 11, 30, 1, 49, 36)),
+    (
+        "Nov 30 02:49:36 gpu-a-0 python[42]: ",
+        {"year": 2025, "default_tz": "Europe/Berlin"},
+        datetime(2025, 11, 30, 1, 49, 36),
+    ),
     ("[rank0]: ", {}, None),
 ]
 
@@ -220,10 +243,11 @@ def test_syslog_year_defaults_to_this_year(tmp_path: Path) -> None:
 
 
 def test_json_lines_log(tmp_path: Path) -> None:
-    records = [{"ts": f"2026-11-30T01:49:3{i}.000Z", "level": "error", "msg": m.replace(". ", ".\n")}
-               for i, m in enumerate(MESSAGES[:4])]
-    path = write_log(tmp_path, [json.dumps({"ts": "2026-11-30T01:49:00Z", "msg": "hello"}),
-                                *map(json.dumps, records)])
+    records = [
+        {"ts": f"2026-11-30T01:49:3{i}.000Z", "level": "error", "msg": m.replace(". ", ".\n")}
+        for i, m in enumerate(MESSAGES[:4])
+    ]
+    path = write_log(tmp_path, [json.dumps({"ts": "2026-11-30T01:49:00Z", "msg": "hello"}), *map(json.dumps, records)])
     items = ooms(list(scan_text_log(path)))
     assert [item.line for item in items] == [2, 3, 4, 5]
     assert items[1].ts == datetime(2026, 11, 30, 1, 49, 31)
@@ -231,6 +255,7 @@ def test_json_lines_log(tmp_path: Path) -> None:
 
 
 # --- messages over several lines --------------------------------------------------------------
+
 
 @pytest.mark.parametrize("width", [80, 57, 31])
 @pytest.mark.parametrize("kind", ["plain", "xz"])
@@ -253,23 +278,31 @@ def test_consecutive_messages_without_prefixes_stay_apart(tmp_path: Path) -> Non
     assert [item.oom.framework for item in items] == ["pytorch"] * 3 + ["cuda", "cuda", "pytorch"]
 
 
-@pytest.mark.parametrize(("name", "framework", "field", "value"), [
-    ("089_nccl", "nccl", "requested_bytes", 6291456),
-    ("091_llama.cpp", "llama.cpp", "requested_bytes", 151851672535),
-    ("092_llama.cpp", "llama.cpp", "gpu_index", 1),
-    ("095_llama.cpp", "llama.cpp", "requested_bytes", 85623518003),
-    ("098_llama.cpp", "llama.cpp", "gpu_index", 0),
-    ("107_tensorrt", "tensorrt", "requested_bytes", 4294967296),
-    ("053_tensorflow", "tensorflow", "gpu_index", 0),
-    ("112_paddle", "paddle", "free_bytes", 436862976),
-    ("066_cuda", "cuda", "framework", "cuda"),
-    ("086_vllm", "vllm", "requested_bytes", 24159191040),
-])
-def test_multi_line_messages_from_the_corpus(tmp_path: Path, name: str, framework: str, field: str,
-                                             value: object) -> None:
+@pytest.mark.parametrize(
+    ("name", "framework", "field", "value"),
+    [
+        ("089_nccl", "nccl", "requested_bytes", 6291456),
+        ("091_llama.cpp", "llama.cpp", "requested_bytes", 151851672535),
+        ("092_llama.cpp", "llama.cpp", "gpu_index", 1),
+        ("095_llama.cpp", "llama.cpp", "requested_bytes", 85623518003),
+        ("098_llama.cpp", "llama.cpp", "gpu_index", 0),
+        ("107_tensorrt", "tensorrt", "requested_bytes", 4294967296),
+        ("053_tensorflow", "tensorflow", "gpu_index", 0),
+        ("112_paddle", "paddle", "free_bytes", 436862976),
+        ("066_cuda", "cuda", "framework", "cuda"),
+        ("086_vllm", "vllm", "requested_bytes", 24159191040),
+    ],
+)
+def test_multi_line_messages_from_the_corpus(
+    tmp_path: Path, name: str, framework: str, field: str, value: object
+) -> None:
     message = case(name)
-    lines = ["2026-11-30T01:49:35.000Z INFO [app] before", *message.splitlines(), "",
-             "2026-11-30T01:49:37.000Z INFO [app] after"]
+    lines = [
+        "2026-11-30T01:49:35.000Z INFO [app] before",
+        *message.splitlines(),
+        "",
+        "2026-11-30T01:49:37.000Z INFO [app] after",
+    ]
     (item,) = ooms(list(scan_text_log(write_log(tmp_path, lines))))
     assert item.oom.framework == framework and getattr(item.oom, field) == value
     assert item.line >= 2
@@ -278,8 +311,15 @@ def test_multi_line_messages_from_the_corpus(tmp_path: Path, name: str, framewor
 def test_every_case_as_a_one_message_log(tmp_path: Path) -> None:
     for path in sorted(CASES.glob("*.json")):
         message = json.loads(path.read_text(encoding="utf-8"))["message"]
-        log = write_log(tmp_path, ["2026-11-30T01:49:35.000Z INFO [app] before", *message.splitlines(), "",
-                                   "2026-11-30T01:49:37.000Z INFO [app] after"])
+        log = write_log(
+            tmp_path,
+            [
+                "2026-11-30T01:49:35.000Z INFO [app] before",
+                *message.splitlines(),
+                "",
+                "2026-11-30T01:49:37.000Z INFO [app] after",
+            ],
+        )
         items = list(scan_text_log(log))
         assert len(items) == 1 and isinstance(items[0], TextOom), path.name
         assert items[0].oom.framework == json.loads(path.read_text(encoding="utf-8"))["framework"], path.name
@@ -287,10 +327,17 @@ def test_every_case_as_a_one_message_log(tmp_path: Path) -> None:
 
 # --- rejects, noise, bad input ----------------------------------------------------------------
 
+
 def test_unknown_oom_wording_is_rejected_with_its_line(tmp_path: Path) -> None:
     odd = "2026-11-30T01:49:36Z ERROR frobnicator ran out of memory while fusing kernels"
-    lines = ["fine", odd, "checking for out of memory conditions: none", "GPU KV cache memory usage 5%",
-             "throughput of memory bus 3 GB/s", MESSAGES[0]]
+    lines = [
+        "fine",
+        odd,
+        "checking for out of memory conditions: none",
+        "GPU KV cache memory usage 5%",
+        "throughput of memory bus 3 GB/s",
+        MESSAGES[0],
+    ]
     items = list(scan_text_log(write_log(tmp_path, lines)))
     assert items[0] == Reject(2, REJECT_REASON, odd)
     assert isinstance(items[1], TextOom) and items[1].line == 6
@@ -343,10 +390,27 @@ def test_a_truncated_compressed_log_is_an_input_error(tmp_path: Path, kind: str)
 
 
 _PIECES = [m.decode() for m in OOM_MARKERS] + [
-    MESSAGES[0], MESSAGES[0][:90], MESSAGES[0][90:], "2026-11-30T01:49:36.527Z ERROR ", "[rank0]: ", "\n",
-    "\n", "\n\n", "CUDA error: out of memory", "NCCL WARN Failed to CUDA calloc 64 bytes",
-    "  current device: 0", "Traceback (most recent call last):", "\x1b[31m", '{"msg": "', '"}', "\\n",
-    "\r\n", "x" * 300, "\udcff", "\x00", "\ufeff",
+    MESSAGES[0],
+    MESSAGES[0][:90],
+    MESSAGES[0][90:],
+    "2026-11-30T01:49:36.527Z ERROR ",
+    "[rank0]: ",
+    "\n",
+    "\n",
+    "\n\n",
+    "CUDA error: out of memory",
+    "NCCL WARN Failed to CUDA calloc 64 bytes",
+    "  current device: 0",
+    "Traceback (most recent call last):",
+    "\x1b[31m",
+    '{"msg": "',
+    '"}',
+    "\\n",
+    "\r\n",
+    "x" * 300,
+    "\udcff",
+    "\x00",
+    "\ufeff",
 ]
 
 
@@ -385,7 +449,9 @@ def test_a_damaged_gzip_log_is_an_input_error(tmp_path: Path) -> None:
         list(scan_text_log(path))
 
 
-@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64", "aarch64", "arm64"),
-                    reason="isal is a dependency only where it ships wheels")
+@pytest.mark.skipif(
+    platform.machine() not in ("x86_64", "AMD64", "aarch64", "arm64"),
+    reason="isal is a dependency only where it ships wheels",
+)
 def test_gzip_logs_are_read_by_isal() -> None:
     assert compression.fast_gzip.__name__ == "isal.igzip"

@@ -25,8 +25,10 @@ def _log(seed: int = 7) -> tuple[str, list[int], list[int]]:
     lines: list[str] = []
     ooms, reports = [], []
     for i in range(60):
-        lines += [f"INFO 08-12 22:33:{j % 60:02d} [engine.py:1] step {j} GPU KV cache usage: 1.{j}%"
-                  for j in range(rng.randrange(30, 400))]
+        lines += [
+            f"INFO 08-12 22:33:{j % 60:02d} [engine.py:1] step {j} GPU KV cache usage: 1.{j}%"
+            for j in range(rng.randrange(30, 400))
+        ]
         pick = i % 3
         if pick == 0:
             reports.append(len(lines) + 1)
@@ -37,17 +39,19 @@ def _log(seed: int = 7) -> tuple[str, list[int], list[int]]:
         else:  # a line with an OOM marker and a start-up marker: both readers take it
             ooms.append(len(lines) + 1)
             reports.append(len(lines) + 1)
-            lines.append("2026-11-30T01:50:04.000Z ERROR CUDA out of memory. Tried to allocate 2.00 GiB. "
-                         "Available KV cache memory: 12.00 GiB")
+            lines.append(
+                "2026-11-30T01:50:04.000Z ERROR CUDA out of memory. Tried to allocate 2.00 GiB. "
+                "Available KV cache memory: 12.00 GiB"
+            )
     return "\n".join(lines) + "\n", ooms, reports
 
 
 @pytest.mark.parametrize("engine", ["ripgrep", "in-process"])
 @pytest.mark.parametrize("kind", ["plain", "gzip"])
 @pytest.mark.parametrize("chunk", [textscan.SEGMENT_BYTES, 5000])
-def test_shared_search_numbers_both_readers_as_their_own_searches_do(tmp_path: Path, kind: str, chunk: int,
-                                                                       engine: str,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_shared_search_numbers_both_readers_as_their_own_searches_do(
+    tmp_path: Path, kind: str, chunk: int, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     text, oom_lines, report_lines = _log()
     path = tmp_path / ("mixed.log.gz" if kind == "gzip" else "mixed.log")
     path.write_bytes(gzip.compress(text.encode()) if kind == "gzip" else text.encode())

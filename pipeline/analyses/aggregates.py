@@ -21,8 +21,16 @@ from ..errors import DatabaseError
 from ..sql import sql_text
 
 # What `oom_rates` can cut by; prompt features are power-of-two buckets "b-(2b-1)" named by their lower bound.
-DIMENSIONS: tuple[str, ...] = ("instance", "model_version", "hour_of_day", "day_of_week", "input_length",
-                               "output_length", "batch_size", "batch_tokens")
+DIMENSIONS: tuple[str, ...] = (
+    "instance",
+    "model_version",
+    "hour_of_day",
+    "day_of_week",
+    "input_length",
+    "output_length",
+    "batch_size",
+    "batch_tokens",
+)
 WEEK = timedelta(days=7)
 # Any Monday: weekly buckets start on ISO weeks.
 _MONDAY = datetime(2024, 1, 1)
@@ -37,8 +45,9 @@ def utc_naive(moment: datetime | None) -> datetime | None:
     return moment.astimezone(UTC).replace(tzinfo=None)
 
 
-def oom_rates(con: duckdb.DuckDBPyConnection, by: str, since: datetime | None = None,
-              until: datetime | None = None) -> pl.DataFrame:
+def oom_rates(
+    con: duckdb.DuckDBPyConnection, by: str, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
     """OOMs and OOM rate per 1,000 requests by one of DIMENSIONS, in order of the key.
 
     Columns: `key` (instance, version, "HH:00", "Mon".."Sun", or bucket "b-(2b-1)"; null when the field was
@@ -52,8 +61,13 @@ def oom_rates(con: duckdb.DuckDBPyConnection, by: str, since: datetime | None = 
     return con.sql(sql_text("q_oom_rates"), params=params).pl()
 
 
-def periods(con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None,
-            width: timedelta = WEEK, origin: datetime = _MONDAY) -> pl.DataFrame:
+def periods(
+    con: duckdb.DuckDBPyConnection,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    width: timedelta = WEEK,
+    origin: datetime = _MONDAY,
+) -> pl.DataFrame:
     """Totals per period of `width` aligned on `origin` (default: ISO weeks from Monday 00:00 UTC).
 
     Columns: `period_start`, `period_end`, `requests`, `ooms`, `ooms_with_traffic`, `oom_rate_per_1k`,
@@ -61,8 +75,7 @@ def periods(con: duckdb.DuckDBPyConnection, since: datetime | None = None, until
     batches: an OOM fails the whole batch; 1 when the batch size is unknown). Periods without any event
     are absent.
     """
-    params = {"width": width, "origin": utc_naive(origin),
-              "since": utc_naive(since), "until": utc_naive(until)}
+    params = {"width": width, "origin": utc_naive(origin), "since": utc_naive(since), "until": utc_naive(until)}
     return con.sql(sql_text("q_oom_periods"), params=params).pl()
 
 
@@ -81,8 +94,15 @@ def week_over_week(con: duckdb.DuckDBPyConnection, now: datetime | None = None) 
     """
     end = utc_naive(now) or latest_day_end(con)
     if end is None:
-        return pl.DataFrame(schema={"metric": pl.Utf8, "last_week": pl.Float64, "this_week": pl.Float64,
-                                    "change": pl.Float64, "change_pct": pl.Float64})
+        return pl.DataFrame(
+            schema={
+                "metric": pl.Utf8,
+                "last_week": pl.Float64,
+                "this_week": pl.Float64,
+                "change": pl.Float64,
+                "change_pct": pl.Float64,
+            }
+        )
     return period_over_period(con, end - WEEK, end)
 
 
@@ -111,14 +131,20 @@ def _compare(last: dict[str, float | None], this: dict[str, float | None]) -> pl
         before, after = last[metric], this[metric]
         change = None if before is None or after is None else after - before
         pct = None if change is None or not before else 100.0 * change / before
-        rows.append({"metric": metric, "last_week": before, "this_week": after, "change": change,
-                     "change_pct": pct})
-    return pl.DataFrame(rows, schema={"metric": pl.Utf8, "last_week": pl.Float64, "this_week": pl.Float64,
-                                      "change": pl.Float64, "change_pct": pl.Float64})
+        rows.append({"metric": metric, "last_week": before, "this_week": after, "change": change, "change_pct": pct})
+    return pl.DataFrame(
+        rows,
+        schema={
+            "metric": pl.Utf8,
+            "last_week": pl.Float64,
+            "this_week": pl.Float64,
+            "change": pl.Float64,
+            "change_pct": pl.Float64,
+        },
+    )
 
 
-def rates_week_over_week(con: duckdb.DuckDBPyConnection, by: str,
-                         now: datetime | None = None) -> pl.DataFrame:
+def rates_week_over_week(con: duckdb.DuckDBPyConnection, by: str, now: datetime | None = None) -> pl.DataFrame:
     """`oom_rates` by one dimension for last week and this week side by side (windows as `week_over_week`).
 
     Columns: `key`, `key_order`, `requests_last`, `ooms_last`, `oom_rate_per_1k_last`, `requests_this`,
@@ -128,11 +154,10 @@ def rates_week_over_week(con: duckdb.DuckDBPyConnection, by: str,
     keep = ["key", "key_order", "requests", "ooms", "oom_rate_per_1k"]
     last = oom_rates(con, by, end - 2 * WEEK, end - WEEK).select(keep)
     this = oom_rates(con, by, end - WEEK, end).select(keep)
-    both = last.join(this, on=["key", "key_order"], how="full", coalesce=True, suffix="_this",
-                     nulls_equal=True)
-    both = both.rename({"requests": "requests_last", "ooms": "ooms_last",
-                        "oom_rate_per_1k": "oom_rate_per_1k_last"})
+    both = last.join(this, on=["key", "key_order"], how="full", coalesce=True, suffix="_this", nulls_equal=True)
+    both = both.rename({"requests": "requests_last", "ooms": "ooms_last", "oom_rate_per_1k": "oom_rate_per_1k_last"})
     counts = ["requests_last", "ooms_last", "requests_this", "ooms_this"]
     both = both.with_columns(pl.col(counts).fill_null(0))
     return both.with_columns((pl.col("ooms_this") - pl.col("ooms_last")).alias("ooms_change")).sort(
-        ["key_order", "key"], nulls_last=True)
+        ["key_order", "key"], nulls_last=True
+    )

@@ -71,8 +71,13 @@ class AlertRule:
 
     def to_dict(self) -> dict[str, object]:
         """The rule as Prometheus's rule file writes it."""
-        return {"alert": self.alert, "expr": self.expr, "for": self.for_, "labels": {"severity": self.severity},
-                "annotations": {"summary": self.summary, "description": self.description}}
+        return {
+            "alert": self.alert,
+            "expr": self.expr,
+            "for": self.for_,
+            "labels": {"severity": self.severity},
+            "annotations": {"summary": self.summary, "description": self.description},
+        }
 
 
 def tuned_levels(steady_level: float) -> tuple[float, float, float]:
@@ -85,9 +90,17 @@ def tuned_levels(steady_level: float) -> tuple[float, float, float]:
 def device_tunings(con: duckdb.DuckDBPyConnection) -> list[DeviceTuning]:
     """Every device with requests in the database: its steady level, levels and largest request need."""
     needs = {(instance, gpu): need for instance, gpu, need in con.execute(sql_text("q_alert_device_needs")).fetchall()}
-    return [DeviceTuning(r["instance"], r["gpu_index"], r["steady_level"], tuned_levels(r["steady_level"]),
-                         needs.get((r["instance"], r["gpu_index"])))
-            for r in water_levels(con).iter_rows(named=True) if r["steady_level"] is not None]
+    return [
+        DeviceTuning(
+            r["instance"],
+            r["gpu_index"],
+            r["steady_level"],
+            tuned_levels(r["steady_level"]),
+            needs.get((r["instance"], r["gpu_index"])),
+        )
+        for r in water_levels(con).iter_rows(named=True)
+        if r["steady_level"] is not None
+    ]
 
 
 def _quote(value: str) -> str:
@@ -117,21 +130,36 @@ def level_rules(tunings: list[DeviceTuning]) -> list[AlertRule]:
     tuned = [d for d in tunings if d.tuned]
     rules = []
     for i, severity in enumerate(SEVERITIES):
-        rules.append(_level_rule(severity, ALERT_LEVELS[i], _excluding(f"{_level()} > {ALERT_LEVELS[i]}", tuned),
-                                 "the article's level"))
-        rules.extend(_level_rule(severity, d.levels[i], f"{_level(_selector(d))} > {d.levels[i]}",
-                                 f"tuned: its steady level is {_percent(d.steady_level)}, so this is "
-                                 f"{_percent(ALERT_LEVELS[i])} of the memory it normally leaves free")
-                     for d in tuned)
+        rules.append(
+            _level_rule(
+                severity, ALERT_LEVELS[i], _excluding(f"{_level()} > {ALERT_LEVELS[i]}", tuned), "the article's level"
+            )
+        )
+        rules.extend(
+            _level_rule(
+                severity,
+                d.levels[i],
+                f"{_level(_selector(d))} > {d.levels[i]}",
+                f"tuned: its steady level is {_percent(d.steady_level)}, so this is "
+                f"{_percent(ALERT_LEVELS[i])} of the memory it normally leaves free",
+            )
+            for d in tuned
+        )
     return rules
 
 
 def _level_rule(severity: str, level: float, expr: str, why: str) -> AlertRule:
     return AlertRule(
-        alert=f"GpuMemory{severity.capitalize()}", expr=expr, for_=LEVEL_FOR[severity], severity=severity,
+        alert=f"GpuMemory{severity.capitalize()}",
+        expr=expr,
+        for_=LEVEL_FOR[severity],
+        severity=severity,
         summary=f"GPU memory above {_percent(level)} on {{{{ $labels.Hostname }}}} GPU {{{{ $labels.gpu }}}}",
-        description=(f"{{{{ $labels.modelName }}}} on {{{{ $labels.Hostname }}}} GPU {{{{ $labels.gpu }}}} uses "
-                     f"{{{{ $value | humanizePercentage }}}} of its memory ({why}: {_percent(level)})."))
+        description=(
+            f"{{{{ $labels.modelName }}}} on {{{{ $labels.Hostname }}}} GPU {{{{ $labels.gpu }}}} uses "
+            f"{{{{ $value | humanizePercentage }}}} of its memory ({why}: {_percent(level)})."
+        ),
+    )
 
 
 def _percent(level: float) -> str:
@@ -143,27 +171,40 @@ def gradient_rule() -> AlertRule:
     traffic or a start-up, lands in one half only)."""
     half = f"{GRADIENT_WINDOW_S // 120}m"
     rate = f"{GRADIENT_WINDOW_S} / ({USED} + {FREE})"
-    expr = (f"deriv({USED}[{half}]) * {rate} > {GRADIENT_POINTS} "
-            f"and deriv({USED}[{half}] offset {half}) * {rate} > {GRADIENT_POINTS}")
+    expr = (
+        f"deriv({USED}[{half}]) * {rate} > {GRADIENT_POINTS} "
+        f"and deriv({USED}[{half}] offset {half}) * {rate} > {GRADIENT_POINTS}"
+    )
     return AlertRule(
-        alert="GpuMemoryClimbing", expr=expr, for_="5m", severity="warning",
+        alert="GpuMemoryClimbing",
+        expr=expr,
+        for_="5m",
+        severity="warning",
         summary="GPU memory climbing steadily on {{ $labels.Hostname }} GPU {{ $labels.gpu }}",
-        description=("Used memory on {{ $labels.Hostname }} GPU {{ $labels.gpu }} ({{ $labels.modelName }}) rose "
-                     f"{GRADIENT_POINTS:.0%} of the card per {GRADIENT_WINDOW_S // 60} minutes, steadily: a leak "
-                     "is more likely than traffic. Check `allocated_after` with `oomlab findings`."))
+        description=(
+            "Used memory on {{ $labels.Hostname }} GPU {{ $labels.gpu }} ({{ $labels.modelName }}) rose "
+            f"{GRADIENT_POINTS:.0%} of the card per {GRADIENT_WINDOW_S // 60} minutes, steadily: a leak "
+            "is more likely than traffic. Check `allocated_after` with `oomlab findings`."
+        ),
+    )
 
 
 def predict_rule() -> AlertRule:
     """Free memory runs out within the hour on the last hour's trend, while it is still falling (a step
     that has ended, such as a pool allocated at start-up, stays in the hour's trend but not in the last
     15 minutes')."""
-    expr = (f"predict_linear({FREE}[{PREDICT_RANGE}], {PREDICT_AHEAD_S}) < 0 "
-            f"and deriv({FREE}[15m]) < 0")
+    expr = f"predict_linear({FREE}[{PREDICT_RANGE}], {PREDICT_AHEAD_S}) < 0 and deriv({FREE}[15m]) < 0"
     return AlertRule(
-        alert="GpuMemoryExhaustedWithinHour", expr=expr, for_="10m", severity="warning",
+        alert="GpuMemoryExhaustedWithinHour",
+        expr=expr,
+        for_="10m",
+        severity="warning",
         summary="GPU memory will run out within the hour on {{ $labels.Hostname }} GPU {{ $labels.gpu }}",
-        description=("On the last hour's trend, free memory on {{ $labels.Hostname }} GPU {{ $labels.gpu }} "
-                     "({{ $labels.modelName }}) reaches zero within the next hour."))
+        description=(
+            "On the last hour's trend, free memory on {{ $labels.Hostname }} GPU {{ $labels.gpu }} "
+            "({{ $labels.modelName }}) reaches zero within the next hour."
+        ),
+    )
 
 
 def headroom_rules(tunings: list[DeviceTuning]) -> list[AlertRule]:
@@ -174,11 +215,17 @@ def headroom_rules(tunings: list[DeviceTuning]) -> list[AlertRule]:
 def _headroom_rule(device: DeviceTuning, need_bytes: int) -> AlertRule:
     need_mib = math.ceil(ALERT_NEED_FACTOR * need_bytes / MIB)
     return AlertRule(
-        alert="GpuMemoryHeadroomLow", expr=f"{FREE}{_selector(device)} < {need_mib}", for_="5m", severity="warning",
+        alert="GpuMemoryHeadroomLow",
+        expr=f"{FREE}{_selector(device)} < {need_mib}",
+        for_="5m",
+        severity="warning",
         summary="Free GPU memory below the largest request's need on {{ $labels.Hostname }} GPU {{ $labels.gpu }}",
-        description=(f"{{{{ $value }}}} MiB free; the largest request this device served added "
-                     f"{need_bytes / MIB:,.0f} MiB at its peak, and the rule keeps "
-                     f"{ALERT_NEED_FACTOR} x that ({need_mib:,} MiB) free."))
+        description=(
+            f"{{{{ $value }}}} MiB free; the largest request this device served added "
+            f"{need_bytes / MIB:,.0f} MiB at its peak, and the rule keeps "
+            f"{ALERT_NEED_FACTOR} x that ({need_mib:,} MiB) free."
+        ),
+    )
 
 
 def rules_document(tunings: list[DeviceTuning] | None = None) -> dict[str, object]:

@@ -17,8 +17,9 @@ ANALYSES: tuple[str, ...] = ("classify", "leaks", "jobs", "periodicity", "prompt
 _GIB = 1 << 30
 
 
-def collect_findings(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-                     until: datetime | None = None) -> list[Finding]:
+def collect_findings(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> list[Finding]:
     """All findings over [since, until], merged and most important first."""
     found: list[Finding] = []
     with shared_results():
@@ -52,10 +53,21 @@ def merge_related(ranked: list[Finding]) -> list[Finding]:
             merged[topic] = finding
             continue
         keeper = merged[topic]
-        related = [*keeper.metrics.get("related", []), {
-            "kind": finding.kind, "subject": finding.subject, "evidence": finding.evidence,
-            "advice": finding.advice, "confidence": finding.confidence, "metrics": finding.metrics}]
-        merged[topic] = replace(keeper, evidence=f"{keeper.evidence} Also ({finding.kind}): {finding.evidence}",
-                                impact=max(keeper.impact, finding.impact),
-                                metrics={**keeper.metrics, "related": related})
+        related = [
+            *keeper.metrics.get("related", []),
+            {
+                "kind": finding.kind,
+                "subject": finding.subject,
+                "evidence": finding.evidence,
+                "advice": finding.advice,
+                "confidence": finding.confidence,
+                "metrics": finding.metrics,
+            },
+        ]
+        merged[topic] = replace(
+            keeper,
+            evidence=f"{keeper.evidence} Also ({finding.kind}): {finding.evidence}",
+            impact=max(keeper.impact, finding.impact),
+            metrics={**keeper.metrics, "related": related},
+        )
     return rank(list(merged.values()))

@@ -14,8 +14,16 @@ from datetime import datetime
 
 from .snapshot_ooms import FRAGMENTED_SLACK_SHARE
 
-CAUSES: tuple[str, ...] = ("leak", "fragmentation", "capacity", "transient_peak", "external_pressure",
-                           "process_cap", "preallocated_pool", "unknown")
+CAUSES: tuple[str, ...] = (
+    "leak",
+    "fragmentation",
+    "capacity",
+    "transient_peak",
+    "external_pressure",
+    "process_cap",
+    "preallocated_pool",
+    "unknown",
+)
 MIB = 1 << 20
 GIB = 1 << 30
 # A request whose need reaches this share of the largest peak that ever succeeded on the card is at the
@@ -134,10 +142,18 @@ def dominant_neighbour(f: OomFacts) -> Verdict | None:
     if not f.other or f.in_use is None or f.other < f.in_use:
         return None
     also = ("capacity",) if f.at_edge(f.healthy_need) else ()
-    tail = (f"; {_request(f)} needed about {size(f.healthy_need)}, above the {size(f.limit)} that "
-            f"succeeded here beside it, so it is also a capacity limit under that pressure") if also else ""
-    text = (f"{_neighbours(f)} of the {size(f.device_total)} device while this process had {size(f.in_use)}; "
-            f"{size(f.free)} was free for a {size(f.requested)} request{tail}")
+    tail = (
+        (
+            f"; {_request(f)} needed about {size(f.healthy_need)}, above the {size(f.limit)} that "
+            f"succeeded here beside it, so it is also a capacity limit under that pressure"
+        )
+        if also
+        else ""
+    )
+    text = (
+        f"{_neighbours(f)} of the {size(f.device_total)} device while this process had {size(f.in_use)}; "
+        f"{size(f.free)} was free for a {size(f.requested)} request{tail}"
+    )
     return Verdict("external_pressure", 0.9, text, "dominant_neighbour", also)
 
 
@@ -149,9 +165,11 @@ def fragmented(f: OomFacts) -> Verdict | None:
     if f.reserved and slack < FRAGMENTED_SLACK_SHARE * f.reserved:
         return None
     ratio = f.unallocated / max(1, f.requested)
-    text = (f"{size(f.unallocated)} reserved but unallocated is {ratio:.1f}x the {size(f.requested)} "
-            f"requested, yet the allocation failed with {size(f.free)} free: no cached block was large "
-            f"enough")
+    text = (
+        f"{size(f.unallocated)} reserved but unallocated is {ratio:.1f}x the {size(f.requested)} "
+        f"requested, yet the allocation failed with {size(f.free)} free: no cached block was large "
+        f"enough"
+    )
     return Verdict("fragmentation", 0.95 if ratio >= 2 else 0.8, text, "fragmentation")
 
 
@@ -173,9 +191,11 @@ def counterfactual(f: OomFacts) -> Verdict | None:
 
 def _capacity(f: OomFacts) -> Verdict:
     also = tuple(c for c, on in (("external_pressure", bool(f.other)), ("leak", f.raised())) if on)
-    text = (f"{_request(f)} needs about {size(f.healthy_need)} even on the healthy "
-            f"{size(f.healthy_baseline)} baseline, at or above the {size(f.limit)} largest peak that "
-            f"succeeded on {f.card} cards")
+    text = (
+        f"{_request(f)} needs about {size(f.healthy_need)} even on the healthy "
+        f"{size(f.healthy_baseline)} baseline, at or above the {size(f.limit)} largest peak that "
+        f"succeeded on {f.card} cards"
+    )
     if f.other:
         text += f"; {_neighbours(f)} as well"
     return Verdict("capacity", 0.9, text, "capacity", also)
@@ -185,17 +205,21 @@ def _external(f: OomFacts) -> Verdict:
     also = ("leak",) if f.raised() else ()
     # sure when the neighbour's bytes are what pushes the request over the edge; else only the likeliest
     sure = f.healthy_need is not None and f.other is not None and f.at_edge(f.healthy_need + f.other)
-    text = (f"{_neighbours(f)} on the device; {_request(f)} needed about {size(f.need)}, within the "
-            f"{size(f.limit)} that succeeds on {f.card} cards without it; {size(f.free)} was free")
+    text = (
+        f"{_neighbours(f)} on the device; {_request(f)} needed about {size(f.need)}, within the "
+        f"{size(f.limit)} that succeeds on {f.card} cards without it; {size(f.free)} was free"
+    )
     return Verdict("external_pressure", 0.85 if sure else 0.6, text, "neighbour_counterfactual", also)
 
 
 def _leak(f: OomFacts, rule: str, also: tuple[str, ...] = ()) -> Verdict:
     rate = f", climbing {size(f.slope)}/h" if f.slope else ""
-    text = (f"allocated baseline {size(f.baseline)} is {size(f.excess)} above the lifetime's starting "
-            f"{size(f.healthy_baseline)}{rate}; {_request(f)} needed about {size(f.need)} against the "
-            f"{size(f.limit)} that succeeds on {f.card} cards, {size(f.healthy_need)} on the starting "
-            f"baseline")
+    text = (
+        f"allocated baseline {size(f.baseline)} is {size(f.excess)} above the lifetime's starting "
+        f"{size(f.healthy_baseline)}{rate}; {_request(f)} needed about {size(f.need)} against the "
+        f"{size(f.limit)} that succeeds on {f.card} cards, {size(f.healthy_need)} on the starting "
+        f"baseline"
+    )
     return Verdict("leak", 0.9 if f.leaking else 0.7, text, rule, also)
 
 
@@ -210,8 +234,10 @@ def process_cap(f: OomFacts) -> Verdict | None:
     """A per-process cap (`X allowed`) refused the request while the device still had room."""
     if f.cap is None or f.free is None or f.requested is None or f.free < f.requested:
         return None
-    text = (f"the device had {size(f.free)} free, but the process is capped at {size(f.cap)} "
-            f"(set_per_process_memory_fraction) and asked for {size(f.requested)} more")
+    text = (
+        f"the device had {size(f.free)} free, but the process is capped at {size(f.cap)} "
+        f"(set_per_process_memory_fraction) and asked for {size(f.requested)} more"
+    )
     return Verdict("process_cap", 0.85, text, "process_cap")
 
 
@@ -219,8 +245,10 @@ def preallocated_pool(f: OomFacts) -> Verdict | None:
     """A serving engine that reserves most of the device at start (vLLM, TGI)."""
     if not f.pool and f.framework != "vllm":
         return None
-    text = (f"the process holds a pool reserved at start ({size(f.baseline or f.reserved)} of "
-            f"{size(f.device_total)}), flat since; the {size(f.requested)} request did not fit beside it")
+    text = (
+        f"the process holds a pool reserved at start ({size(f.baseline or f.reserved)} of "
+        f"{size(f.device_total)}), flat since; the {size(f.requested)} request did not fit beside it"
+    )
     return Verdict("preallocated_pool", 0.7, text, "preallocated_pool")
 
 
@@ -228,9 +256,11 @@ def slack_fragmentation(f: OomFacts) -> Verdict | None:
     """Cached-but-free memory covered the request, but only as scattered slack of a full cache."""
     if f.unallocated is None or f.requested is None or f.unallocated < f.requested:
         return None
-    text = (f"{size(f.unallocated)} reserved but unallocated covered the {size(f.requested)} request, "
-            f"but it is under {FRAGMENTED_SLACK_SHARE:.0%} of the {size(f.reserved)} reserved: a nearly "
-            f"full cache")
+    text = (
+        f"{size(f.unallocated)} reserved but unallocated covered the {size(f.requested)} request, "
+        f"but it is under {FRAGMENTED_SLACK_SHARE:.0%} of the {size(f.reserved)} reserved: a nearly "
+        f"full cache"
+    )
     return Verdict("fragmentation", 0.5, text, "slack_fragmentation")
 
 
@@ -239,27 +269,42 @@ def transient(f: OomFacts) -> Verdict | None:
     if f.need is None or f.limit is None:
         return None
     also = ("leak",) if f.raised() else ()
-    text = (f"{_request(f)} needed about {size(f.need)}, below the {size(f.limit)} that succeeds on "
-            f"{f.card} cards, with no neighbour named and no cap reached: a transient peak")
+    text = (
+        f"{_request(f)} needed about {size(f.need)}, below the {size(f.limit)} that succeeds on "
+        f"{f.card} cards, with no neighbour named and no cap reached: a transient peak"
+    )
     return Verdict("transient_peak", 0.5, text, "transient", also)
 
 
 def message_only(f: OomFacts) -> Verdict | None:
     """No request context: the message alone says whether others held memory."""
     if f.other:
-        text = (f"{_neighbours(f)} while this process had {size(f.in_use)}; {size(f.free)} free for a "
-                f"{size(f.requested)} request (no request log to size the request itself)")
+        text = (
+            f"{_neighbours(f)} while this process had {size(f.in_use)}; {size(f.free)} free for a "
+            f"{size(f.requested)} request (no request log to size the request itself)"
+        )
         return Verdict("external_pressure", 0.6, text, "message_neighbour")
     if f.requested is not None and f.free is not None:
-        text = (f"{size(f.requested)} requested with {size(f.free)} free and {size(f.unallocated)} cached; "
-                f"no other process named (no request log to size the request itself)")
+        text = (
+            f"{size(f.requested)} requested with {size(f.free)} free and {size(f.unallocated)} cached; "
+            f"no other process named (no request log to size the request itself)"
+        )
         return Verdict("capacity", 0.4, text, "message_capacity")
     return None
 
 
 RULES: tuple[Callable[[OomFacts], Verdict | None], ...] = (
-    from_snapshot, no_numbers, dominant_neighbour, fragmented, counterfactual, leak_dominates, process_cap,
-    preallocated_pool, slack_fragmentation, transient, message_only,
+    from_snapshot,
+    no_numbers,
+    dominant_neighbour,
+    fragmented,
+    counterfactual,
+    leak_dominates,
+    process_cap,
+    preallocated_pool,
+    slack_fragmentation,
+    transient,
+    message_only,
 )
 
 

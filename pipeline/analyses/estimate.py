@@ -139,9 +139,17 @@ def _card_key(text: str) -> str:
     return re.sub(r"(\d)g(b)?$", r"\1", key)
 
 
-def shape_from_params(params: int, dtype: str, layers: int, kv_heads: int, head_dim: int, *,
-                      hidden: int | None = None, intermediate: int | None = None,
-                      vocab: int | None = None) -> ModelShape:
+def shape_from_params(
+    params: int,
+    dtype: str,
+    layers: int,
+    kv_heads: int,
+    head_dim: int,
+    *,
+    hidden: int | None = None,
+    intermediate: int | None = None,
+    vocab: int | None = None,
+) -> ModelShape:
     """A shape from the command line; what is not given is derived from the parameter count."""
     derived = []
     if hidden is None:
@@ -188,22 +196,31 @@ def _activation_bytes(shape: ModelShape, work: Workload) -> float:
     return per_token + work.batch * shape.vocab * LOGIT_BYTES
 
 
-def estimate(shape: ModelShape, work: Workload, gpu: Card | None = None,
-             context_bytes: int = DEFAULT_CONTEXT_BYTES) -> MemoryEstimate:
+def estimate(
+    shape: ModelShape, work: Workload, gpu: Card | None = None, context_bytes: int = DEFAULT_CONTEXT_BYTES
+) -> MemoryEstimate:
     """The estimate, the smallest cards holding 1.3 and 1.5 x it, and the limits on `gpu` (else that card)."""
     kv_tok = kv_bytes_per_token(shape, work.kv_dtype)
     parts = MemoryEstimate(
         weights_bytes=weights_bytes(shape),
         kv_bytes=math.ceil(kv_tok * work.batch * (work.input_len + work.output_len)),
         activation_bytes=math.ceil(_activation_bytes(shape, work)),
-        context_bytes=context_bytes, kv_bytes_per_token=kv_tok,
-        activation_bytes_per_token=activation_bytes_per_token(shape), card=None, card_comfortable=None)
+        context_bytes=context_bytes,
+        kv_bytes_per_token=kv_tok,
+        activation_bytes_per_token=activation_bytes_per_token(shape),
+        card=None,
+        card_comfortable=None,
+    )
     low, high = smallest_card(parts.need_low_bytes), smallest_card(parts.need_high_bytes)
     target = gpu or low
     return replace(
-        parts, card=low.label if low else None, card_comfortable=high.label if high else None,
-        gpu=gpu.label if gpu else None, gpu_fits=None if gpu is None else gpu.total_bytes >= parts.need_low_bytes,
-        limits=None if target is None else limits(shape, work, target, context_bytes))
+        parts,
+        card=low.label if low else None,
+        card_comfortable=high.label if high else None,
+        gpu=gpu.label if gpu else None,
+        gpu_fits=None if gpu is None else gpu.total_bytes >= parts.need_low_bytes,
+        limits=None if target is None else limits(shape, work, target, context_bytes),
+    )
 
 
 def limits(shape: ModelShape, work: Workload, card: Card, context_bytes: int = DEFAULT_CONTEXT_BYTES) -> Limits:
@@ -215,9 +232,12 @@ def limits(shape: ModelShape, work: Workload, card: Card, context_bytes: int = D
     per_sequence = kv_tok * (work.input_len + work.output_len) + act_tok * work.input_len + shape.vocab * LOGIT_BYTES
     fixed = work.batch * (kv_tok * work.output_len + shape.vocab * LOGIT_BYTES)
     per_prompt_token = work.batch * (kv_tok + act_tok)
-    return Limits(card=card.label, card_total_bytes=card.total_bytes,
-                  max_batch=max(0, math.floor(budget / per_sequence)),
-                  max_input_len=max(0, math.floor((budget - fixed) / per_prompt_token)))
+    return Limits(
+        card=card.label,
+        card_total_bytes=card.total_bytes,
+        max_batch=max(0, math.floor(budget / per_sequence)),
+        max_input_len=max(0, math.floor((budget - fixed) / per_prompt_token)),
+    )
 
 
 # Hugging Face `torch_dtype` (transformers 5 writes `dtype`) to ours.
@@ -236,10 +256,16 @@ def shape_from_config(path: str, dtype: str | None = None, params: int | None = 
     heads = _field(path, config, "num_attention_heads")
     kv_heads = config.get("num_key_value_heads")
     shape = ModelShape(
-        params=0, layers=_field(path, config, "num_hidden_layers"), kv_heads=int(kv_heads or heads),
-        head_dim=int(config.get("head_dim") or hidden // heads), hidden=hidden,
-        intermediate=_field(path, config, "intermediate_size"), vocab=_field(path, config, "vocab_size"),
-        dtype=dtype or _config_dtype(path, config), source=path)
+        params=0,
+        layers=_field(path, config, "num_hidden_layers"),
+        kv_heads=int(kv_heads or heads),
+        head_dim=int(config.get("head_dim") or hidden // heads),
+        hidden=hidden,
+        intermediate=_field(path, config, "intermediate_size"),
+        vocab=_field(path, config, "vocab_size"),
+        dtype=dtype or _config_dtype(path, config),
+        source=path,
+    )
     # without num_key_value_heads there is no grouped-query attention: every head keeps its K and V
     derived = (*(() if kv_heads else ("kv_heads",)), *(("params",) if params is None else ()))
     return replace(shape, params=params or config_params(config, shape), derived=derived)
@@ -315,15 +341,17 @@ class MeasuredPeak:
     context_bytes: int | None  # median over the devices, from their OOM messages
 
 
-def measured_peaks(con: duckdb.DuckDBPyConnection, model_version: str | None,
-                   shape: ModelShape) -> list[MeasuredPeak]:
+def measured_peaks(con: duckdb.DuckDBPyConnection, model_version: str | None, shape: ModelShape) -> list[MeasuredPeak]:
     """Per card size the version ran on: its measured peaks beside the estimate of the same requests."""
     rows = [] if model_version is None else fetch_dicts(con, "q_estimate_measured", {"model_version": model_version})
     if not rows:
         versions = [str(r["model_version"]) for r in fetch_dicts(con, "q_estimate_versions", {})]
         listed = ", ".join(versions[:12]) or "none: ingest request logs first"
-        reason = ("which model version to compare with?" if model_version is None else
-                  f"no successful requests of model version {model_version!r} in the database")
+        reason = (
+            "which model version to compare with?"
+            if model_version is None
+            else f"no successful requests of model version {model_version!r} in the database"
+        )
         raise OomlabError(reason, hint=f"pass --model-version; versions with requests: {listed}")
     context = {(r["instance"], r["gpu_index"]): r["context_bytes"] for r in context_bytes(con).iter_rows(named=True)}
     return [_measured(model_version, row, shape, context) for row in rows]  # type: ignore[arg-type]
@@ -335,11 +363,16 @@ def _measured(version: str, row: dict, shape: ModelShape, context: dict[tuple[st
     peak = Workload(**row["peak_request"])
     held = [context[d] for d in devices if d in context]
     return MeasuredPeak(
-        model_version=version, card=card_name(row["device_total"]),
-        devices=tuple(i if g == 0 else f"{i} GPU {g}" for i, g in devices), requests=row["requests"],
-        peak_allocated_bytes=row["peak_allocated_bytes"], peak_request=peak,
+        model_version=version,
+        card=card_name(row["device_total"]),
+        devices=tuple(i if g == 0 else f"{i} GPU {g}" for i, g in devices),
+        requests=row["requests"],
+        peak_allocated_bytes=row["peak_allocated_bytes"],
+        peak_request=peak,
         estimated_peak_bytes=weights_bytes(shape) + request_bytes(shape, peak),
-        at_rest_bytes=row["at_rest_bytes"], estimated_weights_bytes=weights_bytes(shape),
+        at_rest_bytes=row["at_rest_bytes"],
+        estimated_weights_bytes=weights_bytes(shape),
         bytes_per_token=row["bytes_per_token"],
         estimated_bytes_per_token=kv_bytes_per_token(shape) + activation_bytes_per_token(shape),
-        context_bytes=round(statistics.median(held)) if held else None)
+        context_bytes=round(statistics.median(held)) if held else None,
+    )

@@ -7,8 +7,17 @@ from datetime import datetime
 from typing import Any
 
 # The kinds `oomlab findings` reports; a JSON consumer can switch on these names.
-KINDS: tuple[str, ...] = ("periodic_window", "scheduled_job", "leak", "prompt_threshold", "fragmentation",
-                          "external_pressure", "capacity", "forecast", "sizing")
+KINDS: tuple[str, ...] = (
+    "periodic_window",
+    "scheduled_job",
+    "leak",
+    "prompt_threshold",
+    "fragmentation",
+    "external_pressure",
+    "capacity",
+    "forecast",
+    "sizing",
+)
 
 
 @dataclass(frozen=True)
@@ -47,8 +56,11 @@ class Finding:
         """The documented JSON shape (docs/findings.md)."""
         data = asdict(self)
         window = data.pop("window")
-        data["window"] = None if window is None else {
-            "start": _iso(window["start"]), "end": _iso(window["end"]), "recurring": window["recurring"]}
+        data["window"] = (
+            None
+            if window is None
+            else {"start": _iso(window["start"]), "end": _iso(window["end"]), "recurring": window["recurring"]}
+        )
         return data
 
 

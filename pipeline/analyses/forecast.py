@@ -50,8 +50,11 @@ class Trend:
     @property
     def rising(self) -> bool:
         """Steep enough, and far enough from zero, to project."""
-        return (self.slope_per_day >= MIN_SLOPE_PER_DAY and self.slope_per_day >= MIN_T_STAT * self.slope_se
-                and self.r2 >= MIN_R2)
+        return (
+            self.slope_per_day >= MIN_SLOPE_PER_DAY
+            and self.slope_per_day >= MIN_T_STAT * self.slope_se
+            and self.r2 >= MIN_R2
+        )
 
 
 def fit_trend(days: np.ndarray, values: np.ndarray) -> Trend:
@@ -69,8 +72,9 @@ def fit_trend(days: np.ndarray, values: np.ndarray) -> Trend:
 
 
 @shared()
-def hourly_levels(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-                  until: datetime | None = None) -> pl.DataFrame:
+def hourly_levels(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
     """fct_water_hourly over the window, with `days` since each lifetime's first hour and `hod`."""
     frame = con.sql(sql_text("q_forecast_hourly"), params=window_params(since, until)).pl()
     start = pl.col("hour").min().over("instance", "gpu_index", "lifetime")
@@ -100,15 +104,18 @@ def hour_profile(device: pl.DataFrame, column: str) -> np.ndarray:
 
 
 @shared()
-def forecast(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-             until: datetime | None = None) -> pl.DataFrame:
+def forecast(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
     """Per device: the current lifetime's trend of the daily peak level and the days and dates until it
     reaches 80 % and 95 % (0: already there; null: not rising, or not within a year)."""
     hourly = hourly_levels(con, since, until)
     if hourly.is_empty():
         return pl.DataFrame()
-    rows = [_device_forecast(key, device, until)
-            for key, device in hourly.group_by("instance", "gpu_index", maintain_order=True)]
+    rows = [
+        _device_forecast(key, device, until)
+        for key, device in hourly.group_by("instance", "gpu_index", maintain_order=True)
+    ]
     trends: list[Trend | None] = [row.pop("_allocated_trend") for row in rows]  # type: ignore[misc]
     if any(row["growth"] == "allocated" for row in rows):  # only a rising allocated level adds OOMs
         needs = _recent_needs(con, since, until)
@@ -127,19 +134,29 @@ def _device_forecast(key: tuple, device: pl.DataFrame, until: datetime | None) -
     now_days = (as_of - start).total_seconds() / 86400
     total = int(device["device_total"].max())  # type: ignore[arg-type]
     row: dict[str, object] = {
-        "instance": instance, "gpu_index": gpu_index, "card": card_name(total), "device_total": total,
-        "model_version": current["model_version"][-1], "lifetime_start": start, "as_of": as_of,
+        "instance": instance,
+        "gpu_index": gpu_index,
+        "card": card_name(total),
+        "device_total": total,
+        "model_version": current["model_version"][-1],
+        "lifetime_start": start,
+        "as_of": as_of,
         "hours_fitted": current.height,
     }
     if current.height < MIN_LIFETIME_HOURS:
         return row | _no_trend("lifetime_too_short")
     held, held_now = _project(current, hour_profile(device, "held_level"), "held_level", now_days)
-    allocated, allocated_now = _project(current, hour_profile(device, "allocated_level"), "allocated_level",
-                                        now_days)
-    row |= {"level_now": held_now, "slope_per_day": held.slope_per_day, "slope_se": held.slope_se,
-            "r2": held.r2, "allocated_level_now": allocated_now,
-            "allocated_slope_per_day": allocated.slope_per_day, "growth": _growth(held, allocated),
-            "reason": None}
+    allocated, allocated_now = _project(current, hour_profile(device, "allocated_level"), "allocated_level", now_days)
+    row |= {
+        "level_now": held_now,
+        "slope_per_day": held.slope_per_day,
+        "slope_se": held.slope_se,
+        "r2": held.r2,
+        "allocated_level_now": allocated_now,
+        "allocated_slope_per_day": allocated.slope_per_day,
+        "growth": _growth(held, allocated),
+        "reason": None,
+    }
     for level in LEVELS:
         days = _days_until(held_now, held, level)
         pct = round(level * 100)
@@ -179,9 +196,16 @@ def _days_until(level_now: float, trend: Trend, level: float) -> float | None:
 
 def _no_trend(reason: str) -> dict[str, object]:
     """The forecast columns of a device that gets none."""
-    empty: dict[str, object] = {"level_now": None, "slope_per_day": None, "slope_se": None, "r2": None,
-                                "allocated_level_now": None, "allocated_slope_per_day": None,
-                                "growth": None, "reason": reason}
+    empty: dict[str, object] = {
+        "level_now": None,
+        "slope_per_day": None,
+        "slope_se": None,
+        "r2": None,
+        "allocated_level_now": None,
+        "allocated_slope_per_day": None,
+        "growth": None,
+        "reason": reason,
+    }
     for level in LEVELS:
         empty[f"days_to_{round(level * 100)}"] = None
         empty[f"date_{round(level * 100)}"] = None
@@ -192,8 +216,7 @@ def _no_trend(reason: str) -> dict[str, object]:
 _PROBABILITIES = [(i + 0.5) / 1000 for i in range(1000)]
 
 
-def _recent_needs(con: duckdb.DuckDBPyConnection, since: datetime | None,
-                  until: datetime | None) -> pl.DataFrame:
+def _recent_needs(con: duckdb.DuckDBPyConnection, since: datetime | None, until: datetime | None) -> pl.DataFrame:
     """Per device: the last week's request rate per day and the quantiles of its requests' peak needs."""
     params = window_params(since, until) | {"probabilities": _PROBABILITIES, "recent_days": RECENT_NEEDS_DAYS}
     return con.sql(sql_text("q_forecast_request_needs"), params=params).pl()
@@ -221,8 +244,9 @@ def _expected_ooms(row: dict[str, object], allocated: Trend | None, needs: pl.Da
     return float(np.clip(failing - failing_now, 0, None).sum() * float(mine["requests_per_day"][0]))
 
 
-def findings(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-             until: datetime | None = None) -> list[Finding]:
+def findings(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> list[Finding]:
     """`forecast` findings: devices whose daily peak will cross 80 % or 95 % within 14 days.
 
     impact: the OOMs the rising allocated level adds over those 14 days if nothing changes
@@ -231,27 +255,40 @@ def findings(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
     table = forecast(con, since, until)
     if table.is_empty():
         return []
-    soon = table.filter(pl.any_horizontal(
-        [(pl.col(f"days_to_{round(lv * 100)}") > 0) & (pl.col(f"days_to_{round(lv * 100)}") <= HORIZON_DAYS)
-         for lv in LEVELS]))
+    soon = table.filter(
+        pl.any_horizontal(
+            [
+                (pl.col(f"days_to_{round(lv * 100)}") > 0) & (pl.col(f"days_to_{round(lv * 100)}") <= HORIZON_DAYS)
+                for lv in LEVELS
+            ]
+        )
+    )
     return [_finding(row) for row in soon.iter_rows(named=True)]
 
 
 def _finding(row: dict) -> Finding:
     """The forecast finding of one device row."""
     subject = row["instance"] if row["gpu_index"] == 0 else f"{row['instance']} GPU {row['gpu_index']}"
-    crossings = [f"{round(lv * 100)} % on {row[f'date_{round(lv * 100)}']:%Y-%m-%d %H:%M} UTC "
-                 f"(in {row[f'days_to_{round(lv * 100)}']:.1f} days)"
-                 for lv in LEVELS if row[f"days_to_{round(lv * 100)}"] is not None]
-    evidence = (f"{row['card']}, {row['model_version']}: held memory (reserved after requests) peaks at "
-                f"{row['level_now']:.0%} of the card a day and rises {row['slope_per_day']:.1%} a day "
-                f"(r2 {row['r2']:.2f}) over the {row['hours_fitted']} hours since the process started at "
-                f"{row['lifetime_start']:%Y-%m-%d %H:%M}; allocated after requests rises "
-                f"{row['allocated_slope_per_day']:.1%} a day. Projected: {', '.join(crossings)}.")
+    crossings = [
+        f"{round(lv * 100)} % on {row[f'date_{round(lv * 100)}']:%Y-%m-%d %H:%M} UTC "
+        f"(in {row[f'days_to_{round(lv * 100)}']:.1f} days)"
+        for lv in LEVELS
+        if row[f"days_to_{round(lv * 100)}"] is not None
+    ]
+    evidence = (
+        f"{row['card']}, {row['model_version']}: held memory (reserved after requests) peaks at "
+        f"{row['level_now']:.0%} of the card a day and rises {row['slope_per_day']:.1%} a day "
+        f"(r2 {row['r2']:.2f}) over the {row['hours_fitted']} hours since the process started at "
+        f"{row['lifetime_start']:%Y-%m-%d %H:%M}; allocated after requests rises "
+        f"{row['allocated_slope_per_day']:.1%} a day. Projected: {', '.join(crossings)}."
+    )
     cache = row["growth"] == "allocator_cache"
     end = row["date_95"] or row["date_80"]
     return Finding(
-        kind="forecast", subject=subject, evidence=evidence, advice=_advice(row, cache),
+        kind="forecast",
+        subject=subject,
+        evidence=evidence,
+        advice=_advice(row, cache),
         confidence=0.3 if cache else round(min(0.9, max(0.3, row["r2"])), 2),
         impact=round(row["expected_ooms"], 1),
         window=Window(row["as_of"], end),
@@ -262,9 +299,13 @@ def _finding(row: dict) -> Finding:
 def _advice(row: dict, cache: bool) -> str:
     """What to do before the crossing."""
     if cache:
-        return ("Allocator cache growth, not a leak: tensors stay flat, so PyTorch will reuse the cache "
-                "before failing, but memory alerts will fire. Call empty_cache() between requests or set "
-                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or alert on allocated memory instead.")
+        return (
+            "Allocator cache growth, not a leak: tensors stay flat, so PyTorch will reuse the cache "
+            "before failing, but memory alerts will fire. Call empty_cache() between requests or set "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or alert on allocated memory instead."
+        )
     when = row["date_95"] or row["date_80"]
-    return (f"Memory that requests leave behind keeps growing: find what holds it (see the leak findings for "
-            f"{row['model_version']}) and restart or roll back before {when:%Y-%m-%d %H:%M} UTC.")
+    return (
+        f"Memory that requests leave behind keeps growing: find what holds it (see the leak findings for "
+        f"{row['model_version']}) and restart or roll back before {when:%Y-%m-%d %H:%M} UTC."
+    )

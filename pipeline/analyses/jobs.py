@@ -41,6 +41,7 @@ MIN_OOMS_INSIDE = 5
 
 # The runs that fall in the time the job's hosts have data (cron rules are expanded with a day of margin).
 
+
 @dataclass(frozen=True)
 class Schedule:
     """When a job runs, as people say it."""
@@ -53,8 +54,9 @@ class Schedule:
 
 
 @shared()
-def host_effects(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-                 until: datetime | None = None) -> pl.DataFrame:
+def host_effects(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
     """One row per job x instance: OOMs and traffic inside and outside the job's windows, and the test.
 
     Columns: `name`, `instance`, `on_job_host` (false: a control instance, compared over the job's windows
@@ -79,11 +81,23 @@ def host_effects(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
 
 
 _HOST_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
-    "name": pl.Utf8, "instance": pl.Utf8, "on_job_host": pl.Boolean, "traffic_source": pl.Utf8,
-    "requests_in": pl.Int64, "requests_out": pl.Int64, "ooms_in": pl.Int64, "ooms_out": pl.Int64,
-    "exposure_in": pl.Float64, "exposure_out": pl.Float64, "rate_in_per_1k": pl.Float64,
-    "rate_out_per_1k": pl.Float64, "expected_in": pl.Float64, "lift": pl.Float64, "p_value": pl.Float64,
-    "p_adjusted": pl.Float64, "affected": pl.Boolean,
+    "name": pl.Utf8,
+    "instance": pl.Utf8,
+    "on_job_host": pl.Boolean,
+    "traffic_source": pl.Utf8,
+    "requests_in": pl.Int64,
+    "requests_out": pl.Int64,
+    "ooms_in": pl.Int64,
+    "ooms_out": pl.Int64,
+    "exposure_in": pl.Float64,
+    "exposure_out": pl.Float64,
+    "rate_in_per_1k": pl.Float64,
+    "rate_out_per_1k": pl.Float64,
+    "expected_in": pl.Float64,
+    "lift": pl.Float64,
+    "p_value": pl.Float64,
+    "p_adjusted": pl.Float64,
+    "affected": pl.Boolean,
 }
 
 
@@ -113,8 +127,9 @@ def _is_affected(row: dict) -> bool:
 
 
 @shared()
-def schedules(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-              until: datetime | None = None) -> dict[str, Schedule]:
+def schedules(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> dict[str, Schedule]:
     """Each job's runs within the data, described ("daily 01:00-02:30 UTC", "weekly on Saturday ...")."""
     params = {"since": utc_naive(since), "until": utc_naive(until)}
     runs: dict[str, list[tuple[datetime, datetime]]] = defaultdict(list)
@@ -152,8 +167,9 @@ def _cadence(starts: list[datetime]) -> str:
     return f"on {len(starts)} days"
 
 
-def job_effects(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-                until: datetime | None = None) -> pl.DataFrame:
+def job_effects(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
     """One row per job: its schedule, the pooled test on its hosts, the affected hosts and the control.
 
     Columns: `name`, `schedule`, `windows_utc` (list of "HH:MM-HH:MM"), `runs`, `first_start`, `last_end`,
@@ -169,18 +185,34 @@ def job_effects(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
 
 def _effects(hosts: pl.DataFrame, plans: dict[str, Schedule]) -> pl.DataFrame:
     """`job_effects` from the host rows and the schedules."""
-    rows = [_job_row(name, hosts.filter(pl.col("name") == name), plans.get(name))
-            for name in hosts["name"].unique(maintain_order=True)]
+    rows = [
+        _job_row(name, hosts.filter(pl.col("name") == name), plans.get(name))
+        for name in hosts["name"].unique(maintain_order=True)
+    ]
     return pl.DataFrame(rows, schema=_JOB_SCHEMA)
 
 
 _JOB_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
-    "name": pl.Utf8, "schedule": pl.Utf8, "windows_utc": pl.List(pl.Utf8), "runs": pl.Int64,
-    "first_start": pl.Datetime("us"), "last_end": pl.Datetime("us"), "hosts": pl.List(pl.Utf8),
-    "hosts_affected": pl.List(pl.Utf8), "hosts_not_affected": pl.List(pl.Utf8), "ooms_in": pl.Int64,
-    "expected_in": pl.Float64, "lift": pl.Float64, "p_value": pl.Float64, "excess_ooms": pl.Float64,
-    "control_hosts": pl.List(pl.Utf8), "control_lift": pl.Float64, "control_p_value": pl.Float64,
-    "rate_in_per_1k": pl.Float64, "rate_out_per_1k": pl.Float64, "affected_detail": pl.List(pl.Utf8),
+    "name": pl.Utf8,
+    "schedule": pl.Utf8,
+    "windows_utc": pl.List(pl.Utf8),
+    "runs": pl.Int64,
+    "first_start": pl.Datetime("us"),
+    "last_end": pl.Datetime("us"),
+    "hosts": pl.List(pl.Utf8),
+    "hosts_affected": pl.List(pl.Utf8),
+    "hosts_not_affected": pl.List(pl.Utf8),
+    "ooms_in": pl.Int64,
+    "expected_in": pl.Float64,
+    "lift": pl.Float64,
+    "p_value": pl.Float64,
+    "excess_ooms": pl.Float64,
+    "control_hosts": pl.List(pl.Utf8),
+    "control_lift": pl.Float64,
+    "control_p_value": pl.Float64,
+    "rate_in_per_1k": pl.Float64,
+    "rate_out_per_1k": pl.Float64,
+    "affected_detail": pl.List(pl.Utf8),
     "verdict": pl.Utf8,
 }
 
@@ -193,18 +225,24 @@ def _job_row(name: str, hosts: pl.DataFrame, plan: Schedule | None) -> dict:
     strata = [_stratum(r) for r in own.to_dicts()]
     control_strata = [_stratum(r) for r in control.to_dicts()]
     row = {
-        "name": name, "schedule": plan.text if plan else None,
+        "name": name,
+        "schedule": plan.text if plan else None,
         "windows_utc": list(plan.windows) if plan else [],
-        "runs": plan.runs if plan else 0, "first_start": plan.first_start if plan else None,
-        "last_end": plan.last_end if plan else None, "hosts": own["instance"].to_list(),
+        "runs": plan.runs if plan else 0,
+        "first_start": plan.first_start if plan else None,
+        "last_end": plan.last_end if plan else None,
+        "hosts": own["instance"].to_list(),
         "hosts_affected": affected["instance"].to_list(),
         "hosts_not_affected": own.filter(~pl.col("affected"))["instance"].to_list(),
-        "ooms_in": int(own["ooms_in"].sum()), "expected_in": expected_inside(strata),
-        "lift": pooled_rate_ratio(strata), "p_value": pooled_excess_p(strata),
+        "ooms_in": int(own["ooms_in"].sum()),
+        "expected_in": expected_inside(strata),
+        "lift": pooled_rate_ratio(strata),
+        "p_value": pooled_excess_p(strata),
         "excess_ooms": sum(_excess(r) for r in affected.to_dicts()),
         **_pooled_rates(affected.filter(pl.col("traffic_source") == "requests")),
         "affected_detail": [_host_detail(r) for r in affected.to_dicts()],
-        "control_hosts": control["instance"].to_list(), "control_lift": pooled_rate_ratio(control_strata),
+        "control_hosts": control["instance"].to_list(),
+        "control_lift": pooled_rate_ratio(control_strata),
         "control_p_value": pooled_excess_p(control_strata) if control_strata else None,
     }
     row["verdict"] = _verdict(row)
@@ -214,18 +252,24 @@ def _job_row(name: str, hosts: pl.DataFrame, plan: Schedule | None) -> dict:
 def _pooled_rates(counted: pl.DataFrame) -> dict[str, float | None]:
     """OOMs per 1,000 requests inside and outside, summed over hosts with counted requests."""
     sums = {c: int(counted[c].sum()) for c in ("ooms_in", "requests_in", "ooms_out", "requests_out")}
-    return {"rate_in_per_1k": _per_1k(sums["ooms_in"], sums["requests_in"]),
-            "rate_out_per_1k": _per_1k(sums["ooms_out"], sums["requests_out"])}
+    return {
+        "rate_in_per_1k": _per_1k(sums["ooms_in"], sums["requests_in"]),
+        "rate_out_per_1k": _per_1k(sums["ooms_out"], sums["requests_out"]),
+    }
 
 
 def _host_detail(row: dict) -> str:
     """'a10-01 44.2 vs 6.5 OOMs per 1,000 requests (lift 6.8x, ...)'; OOM counts for profiled hosts."""
     tail = f"lift {_fmt(row['lift'])}, adjusted p {format_p(row['p_adjusted'])}"
     if row["rate_in_per_1k"] is None:
-        return (f"{row['instance']} {row['ooms_in']} OOMs inside against {row['expected_in']:.1f} expected "
-                f"from the fleet's traffic profile ({tail})")
-    return (f"{row['instance']} {row['rate_in_per_1k']:.1f} vs {row['rate_out_per_1k'] or 0:.1f} OOMs per "
-            f"1,000 requests ({tail})")
+        return (
+            f"{row['instance']} {row['ooms_in']} OOMs inside against {row['expected_in']:.1f} expected "
+            f"from the fleet's traffic profile ({tail})"
+        )
+    return (
+        f"{row['instance']} {row['rate_in_per_1k']:.1f} vs {row['rate_out_per_1k'] or 0:.1f} OOMs per "
+        f"1,000 requests ({tail})"
+    )
 
 
 def _excess(row: dict) -> float:
@@ -247,20 +291,35 @@ def _verdict(row: dict) -> str:
     return "reported"
 
 
-def findings(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-             until: datetime | None = None) -> list[Finding]:
+def findings(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> list[Finding]:
     """A `scheduled_job` finding for every job whose windows raise the OOM rate on some of its hosts."""
     hosts = host_effects(con, since, until)
     effects = _effects(hosts, schedules(con, since, until))
     own = hosts.filter(pl.col("on_job_host")).select(_HOST_TEST_COLUMNS)
-    return [_finding(row, own.filter(pl.col("name") == row["name"]).drop("name").to_dicts())
-            for row in effects.filter(pl.col("verdict") == "reported").to_dicts()]
+    return [
+        _finding(row, own.filter(pl.col("name") == row["name"]).drop("name").to_dicts())
+        for row in effects.filter(pl.col("verdict") == "reported").to_dicts()
+    ]
 
 
 # What a finding's metrics["host_tests"] shows of each host the job runs on.
-_HOST_TEST_COLUMNS = ("name", "instance", "traffic_source", "requests_in", "ooms_in", "requests_out",
-                      "ooms_out", "rate_in_per_1k", "rate_out_per_1k", "expected_in", "lift", "p_adjusted",
-                      "affected")
+_HOST_TEST_COLUMNS = (
+    "name",
+    "instance",
+    "traffic_source",
+    "requests_in",
+    "ooms_in",
+    "requests_out",
+    "ooms_out",
+    "rate_in_per_1k",
+    "rate_out_per_1k",
+    "expected_in",
+    "lift",
+    "p_adjusted",
+    "affected",
+)
 
 
 def _finding(row: dict, host_tests: list[dict]) -> Finding:
@@ -279,25 +338,45 @@ def _finding(row: dict, host_tests: list[dict]) -> Finding:
     )
 
 
-_METRICS = ("name", "schedule", "windows_utc", "runs", "hosts", "hosts_affected", "hosts_not_affected",
-            "ooms_in", "expected_in", "lift", "p_value", "rate_in_per_1k", "rate_out_per_1k", "excess_ooms",
-            "control_hosts", "control_lift", "control_p_value")
+_METRICS = (
+    "name",
+    "schedule",
+    "windows_utc",
+    "runs",
+    "hosts",
+    "hosts_affected",
+    "hosts_not_affected",
+    "ooms_in",
+    "expected_in",
+    "lift",
+    "p_value",
+    "rate_in_per_1k",
+    "rate_out_per_1k",
+    "excess_ooms",
+    "control_hosts",
+    "control_lift",
+    "control_p_value",
+)
 
 
 def _evidence(row: dict) -> str:
     """One paragraph: the pooled numbers, the unaffected hosts, the control."""
-    text = (f"{row['name']} runs {row['schedule']} on {', '.join(row['hosts'])}. Inside its windows "
-            f"{row['ooms_in']} OOMs against {row['expected_in']:.1f} expected from traffic"
-            f" (lift {_fmt(row['lift'])}, p {format_p(row['p_value'])}),"
-            f" {row['excess_ooms']:.0f} of them excess."
-            f" Inside against outside: {'; '.join(row['affected_detail'])}.")
+    text = (
+        f"{row['name']} runs {row['schedule']} on {', '.join(row['hosts'])}. Inside its windows "
+        f"{row['ooms_in']} OOMs against {row['expected_in']:.1f} expected from traffic"
+        f" (lift {_fmt(row['lift'])}, p {format_p(row['p_value'])}),"
+        f" {row['excess_ooms']:.0f} of them excess."
+        f" Inside against outside: {'; '.join(row['affected_detail'])}."
+    )
     if row["hosts_not_affected"]:
         others = row["hosts_not_affected"]
         verb = "runs" if len(others) == 1 else "run"
         text += f" {', '.join(others)} {verb} it too without a significant excess."
     if row["control_hosts"]:
-        text += (f" Hosts that do not run it, at the same times: lift {_fmt(row['control_lift'])}, "
-                 f"p {format_p(row['control_p_value'])}.")
+        text += (
+            f" Hosts that do not run it, at the same times: lift {_fmt(row['control_lift'])}, "
+            f"p {format_p(row['control_p_value'])}."
+        )
     return text
 
 

@@ -69,24 +69,34 @@ def theil_sen(x: np.ndarray, y: np.ndarray) -> Fit:
 
 
 @shared()
-def windows(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-            until: datetime | None = None) -> pl.DataFrame:
+def windows(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
     """The windowed minima of every lifetime overlapping [since, until) (view `fct_leak_windows`)."""
     return con.sql(sql_text("q_leak_windows"), params={"since": since, "until": until}).pl()
 
 
 @shared()
-def lifetimes(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-              until: datetime | None = None) -> pl.DataFrame:
+def lifetimes(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
     """One row per instance and process lifetime: baseline trend, leak and cache-growth verdicts."""
     frame = windows(con, since, until)
     if frame.is_empty():
         return _empty_lifetimes()
-    rows = [_lifetime_row(group) for _key, group in
-            frame.group_by(["instance", "gpu_index", "lifetime"], maintain_order=True)]
+    rows = [
+        _lifetime_row(group)
+        for _key, group in frame.group_by(["instance", "gpu_index", "lifetime"], maintain_order=True)
+    ]
     lives = pl.DataFrame(rows, schema=_FITTED_SCHEMA, orient="row")
-    limits = instance_limits(con).select("instance", "gpu_index", "card", "card_limit_bytes", "cap_bytes",
-                                         pl.col("p95_request_bytes").cast(pl.Int64).alias("request_peak_bytes"))
+    limits = instance_limits(con).select(
+        "instance",
+        "gpu_index",
+        "card",
+        "card_limit_bytes",
+        "cap_bytes",
+        pl.col("p95_request_bytes").cast(pl.Int64).alias("request_peak_bytes"),
+    )
     lives = lives.join(limits, on=["instance", "gpu_index"], how="left")
     # the limit a leak runs into: what this card has been seen to serve, else the cap, else the device
     limit = pl.coalesce("card_limit_bytes", "cap_bytes", "device_total")
@@ -111,10 +121,26 @@ def _lifetime_row(w: pl.DataFrame) -> tuple:
     device_total = w["device_total"].max()
     total = None if device_total is None else int(cast(int, device_total))
     return (
-        w["instance"][0], int(w["gpu_index"][0]), int(w["lifetime"][0]), w["model_version"][0],
-        w["restart_reason"][0], start, end, int(w["requests"].sum()), int(w["ooms"].sum()), len(w),
-        first, last, last - first, fit.slope, fit.r2, fit.rising_share, *cache.values(), total,
-        is_leak, _is_pool(first, last - first, total, is_leak),
+        w["instance"][0],
+        int(w["gpu_index"][0]),
+        int(w["lifetime"][0]),
+        w["model_version"][0],
+        w["restart_reason"][0],
+        start,
+        end,
+        int(w["requests"].sum()),
+        int(w["ooms"].sum()),
+        len(w),
+        first,
+        last,
+        last - first,
+        fit.slope,
+        fit.r2,
+        fit.rising_share,
+        *cache.values(),
+        total,
+        is_leak,
+        _is_pool(first, last - first, total, is_leak),
     )
 
 
@@ -128,9 +154,13 @@ def _restart_within() -> pl.Expr:
 def _is_leak(fit: Fit, windows: int, first: int, last: int) -> bool:
     """A steady climb: enough windows, a good fit, mostly rising steps, and growth that matters."""
     growth = last - first
-    return (windows >= MIN_WINDOWS and fit.slope > 0 and fit.r2 >= MIN_R2
-            and fit.rising_share >= MIN_RISING_SHARE
-            and growth >= max(MIN_GROWTH_BYTES, MIN_GROWTH_SHARE * first))
+    return (
+        windows >= MIN_WINDOWS
+        and fit.slope > 0
+        and fit.r2 >= MIN_R2
+        and fit.rising_share >= MIN_RISING_SHARE
+        and growth >= max(MIN_GROWTH_BYTES, MIN_GROWTH_SHARE * first)
+    )
 
 
 def _cache(w: pl.DataFrame, hours: np.ndarray, is_leak: bool) -> dict[str, object]:
@@ -143,8 +173,9 @@ def _cache(w: pl.DataFrame, hours: np.ndarray, is_leak: bool) -> dict[str, objec
     low, end = int(reserved[known].min()), int(cast(int, end))
     growth = end - low
     # a step (a cache that fills within hours and stays) is growth too, so no slope is required
-    is_growth = (not is_leak and len(w) >= MIN_WINDOWS
-                 and growth >= max(MIN_CACHE_GROWTH_BYTES, MIN_CACHE_GROWTH_SHARE * low))
+    is_growth = (
+        not is_leak and len(w) >= MIN_WINDOWS and growth >= max(MIN_CACHE_GROWTH_BYTES, MIN_CACHE_GROWTH_SHARE * low)
+    )
     slope = theil_sen(hours[known], reserved[known]).slope
     return {"low": low, "end": end, "growth": growth, "slope": slope, "is_growth": is_growth}
 
@@ -170,30 +201,75 @@ def _is_pool(first: int, growth: int, device_total: int | None, is_leak: bool) -
 
 
 _FITTED_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
-    "instance": pl.Utf8, "gpu_index": pl.Int32, "lifetime": pl.Int64, "model_version": pl.Utf8,
-    "restart_reason": pl.Utf8, "start": pl.Datetime("us"), "end": pl.Datetime("us"),
-    "requests": pl.Int64, "ooms": pl.Int64, "windows": pl.Int64, "baseline_start_bytes": pl.Int64,
+    "instance": pl.Utf8,
+    "gpu_index": pl.Int32,
+    "lifetime": pl.Int64,
+    "model_version": pl.Utf8,
+    "restart_reason": pl.Utf8,
+    "start": pl.Datetime("us"),
+    "end": pl.Datetime("us"),
+    "requests": pl.Int64,
+    "ooms": pl.Int64,
+    "windows": pl.Int64,
+    "baseline_start_bytes": pl.Int64,
     "baseline_end_bytes": pl.Int64,
-    "growth_bytes": pl.Int64, "slope_bytes_per_hour": pl.Float64, "r2": pl.Float64,
-    "rising_share": pl.Float64, "reserved_low_bytes": pl.Int64, "reserved_end_bytes": pl.Int64,
-    "reserved_growth_bytes": pl.Int64, "reserved_slope_bytes_per_hour": pl.Float64,
-    "is_cache_growth": pl.Boolean, "device_total": pl.Int64, "is_leak": pl.Boolean,
+    "growth_bytes": pl.Int64,
+    "slope_bytes_per_hour": pl.Float64,
+    "r2": pl.Float64,
+    "rising_share": pl.Float64,
+    "reserved_low_bytes": pl.Int64,
+    "reserved_end_bytes": pl.Int64,
+    "reserved_growth_bytes": pl.Int64,
+    "reserved_slope_bytes_per_hour": pl.Float64,
+    "is_cache_growth": pl.Boolean,
+    "device_total": pl.Int64,
+    "is_leak": pl.Boolean,
     "is_preallocated_pool": pl.Boolean,
 }
 # What `lifetimes` returns, in this order.
-_ORDER = ("instance", "gpu_index", "lifetime", "model_version", "start", "end", "restart_reason", "requests",
-          "ooms", "windows", "baseline_start_bytes", "baseline_end_bytes", "growth_bytes",
-          "slope_bytes_per_hour", "r2", "rising_share", "card", "device_total", "limit_bytes",
-          "request_peak_bytes", "hours_to_oom", "hours_to_oom_from_start", "restart_within_hours", "is_leak",
-          "is_cache_growth",
-          "is_preallocated_pool", "reserved_low_bytes", "reserved_end_bytes", "reserved_growth_bytes",
-          "reserved_slope_bytes_per_hour")
+_ORDER = (
+    "instance",
+    "gpu_index",
+    "lifetime",
+    "model_version",
+    "start",
+    "end",
+    "restart_reason",
+    "requests",
+    "ooms",
+    "windows",
+    "baseline_start_bytes",
+    "baseline_end_bytes",
+    "growth_bytes",
+    "slope_bytes_per_hour",
+    "r2",
+    "rising_share",
+    "card",
+    "device_total",
+    "limit_bytes",
+    "request_peak_bytes",
+    "hours_to_oom",
+    "hours_to_oom_from_start",
+    "restart_within_hours",
+    "is_leak",
+    "is_cache_growth",
+    "is_preallocated_pool",
+    "reserved_low_bytes",
+    "reserved_end_bytes",
+    "reserved_growth_bytes",
+    "reserved_slope_bytes_per_hour",
+)
 _ADDED: dict[str, pl.DataType | type[pl.DataType]] = {
-    "card": pl.Utf8, "request_peak_bytes": pl.Int64, "limit_bytes": pl.Int64, "hours_to_oom": pl.Float64,
-    "hours_to_oom_from_start": pl.Float64, "restart_within_hours": pl.Float64,
+    "card": pl.Utf8,
+    "request_peak_bytes": pl.Int64,
+    "limit_bytes": pl.Int64,
+    "hours_to_oom": pl.Float64,
+    "hours_to_oom_from_start": pl.Float64,
+    "restart_within_hours": pl.Float64,
 }
 LIFETIME_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
-    name: {**_FITTED_SCHEMA, **_ADDED}[name] for name in _ORDER}
+    name: {**_FITTED_SCHEMA, **_ADDED}[name] for name in _ORDER
+}
 
 
 def _empty_lifetimes() -> pl.DataFrame:
@@ -218,9 +294,9 @@ def leaking_versions(lives: pl.DataFrame) -> pl.DataFrame:
         pl.col("ooms").filter(pl.col("is_leak")).sum().alias("ooms_in_leaking_lifetimes"),
     )
     share = pl.col("leaking_lifetimes") / pl.col("lifetimes")
-    return (per_version.with_columns(share.alias("leak_share"),
-                                     (share >= VERSION_LEAK_SHARE).alias("leaks"))
-            .sort("model_version"))
+    return per_version.with_columns(share.alias("leak_share"), (share >= VERSION_LEAK_SHARE).alias("leaks")).sort(
+        "model_version"
+    )
 
 
 def first_deploy(lives: pl.DataFrame, version: str) -> tuple[datetime, str, bool] | None:
@@ -236,13 +312,24 @@ def first_deploy(lives: pl.DataFrame, version: str) -> tuple[datetime, str, bool
 def cache_growth(lives: pl.DataFrame) -> pl.DataFrame:
     """Lifetimes whose allocator cache grew while the allocated baseline stayed flat (not leaks)."""
     return lives.filter(pl.col("is_cache_growth")).select(
-        "instance", "gpu_index", "lifetime", "model_version", "start", "end", "baseline_start_bytes",
-        "baseline_end_bytes", "reserved_low_bytes", "reserved_end_bytes", "reserved_growth_bytes",
-        "reserved_slope_bytes_per_hour")
+        "instance",
+        "gpu_index",
+        "lifetime",
+        "model_version",
+        "start",
+        "end",
+        "baseline_start_bytes",
+        "baseline_end_bytes",
+        "reserved_low_bytes",
+        "reserved_end_bytes",
+        "reserved_growth_bytes",
+        "reserved_slope_bytes_per_hour",
+    )
 
 
-def findings(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-             until: datetime | None = None) -> list[Finding]:
+def findings(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> list[Finding]:
     """A `leak` finding per model version whose lifetimes leak, over lifetimes overlapping [since, until)."""
     # classify reads the lifetimes this module fits; the leak's impact is the OOMs it classifies as leaks
     from .classify import classify_ooms
@@ -256,12 +343,14 @@ def findings(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
 
 def leak_findings(lives: pl.DataFrame, classified: pl.DataFrame) -> list[Finding]:
     """A finding per leaking version: rate, fit, first deploy, restarts, OOMs and what to do."""
-    counts = (classified.filter((pl.col("cause") == "leak") & pl.col("duplicate_of").is_null())
-              .group_by("model_version").len())
+    counts = (
+        classified.filter((pl.col("cause") == "leak") & pl.col("duplicate_of").is_null())
+        .group_by("model_version")
+        .len()
+    )
     ooms = dict(zip(counts["model_version"].to_list(), counts["len"].to_list(), strict=True))
     versions = leaking_versions(lives).filter(pl.col("leaks"))
-    return [_leak_finding(lives, row, ooms.get(row["model_version"], 0))
-            for row in versions.iter_rows(named=True)]
+    return [_leak_finding(lives, row, ooms.get(row["model_version"], 0)) for row in versions.iter_rows(named=True)]
 
 
 def _leak_finding(lives: pl.DataFrame, v: dict, ooms: int) -> Finding:
@@ -270,38 +359,54 @@ def _leak_finding(lives: pl.DataFrame, v: dict, ooms: int) -> Finding:
     deploy = first_deploy(lives, version)
     leaking = lives.filter((pl.col("model_version") == version) & pl.col("is_leak"))
     rate = _rate(v["median_slope_bytes_per_hour"])
-    when = "" if deploy is None else (
-        f", {'starting with its deploy' if deploy[2] else 'since its first request'} at "
-        f"{deploy[0]:%Y-%m-%d %H:%M} UTC on {deploy[1]}")
-    spread = ("" if v["leaking_lifetimes"] < 2 else
-              f", {_rate(v['min_slope_bytes_per_hour'])} to {_rate(v['max_slope_bytes_per_hour'])}")
+    when = (
+        ""
+        if deploy is None
+        else (
+            f", {'starting with its deploy' if deploy[2] else 'since its first request'} at "
+            f"{deploy[0]:%Y-%m-%d %H:%M} UTC on {deploy[1]}"
+        )
+    )
+    spread = (
+        ""
+        if v["leaking_lifetimes"] < 2
+        else f", {_rate(v['min_slope_bytes_per_hour'])} to {_rate(v['max_slope_bytes_per_hour'])}"
+    )
     restarts = f"; {v['restarts']} restarts dropped it back" if v["restarts"] else ""
-    text = (f"the allocated baseline after requests climbs in {v['leaking_lifetimes']} of {v['lifetimes']} "
-            f"process lifetimes of {version} on {', '.join(v['instances'])} (median {rate}{spread}; "
-            f"R^2 at least {v['min_r2']:.2f}){when}{restarts}; {ooms} OOMs classified as leak")
+    text = (
+        f"the allocated baseline after requests climbs in {v['leaking_lifetimes']} of {v['lifetimes']} "
+        f"process lifetimes of {version} on {', '.join(v['instances'])} (median {rate}{spread}; "
+        f"R^2 at least {v['min_r2']:.2f}){when}{restarts}; {ooms} OOMs classified as leak"
+    )
     every = _restart_every(v["restart_every_hours"])
     previous = _previous_version(lives, version)
-    since = "" if deploy is None else (
-        f" {'after deploy at' if deploy[2] else 'since'} {deploy[0]:%Y-%m-%d %H:%M} UTC")
-    advice = (f"fix the leak in model version {version} (allocated baseline +{rate}{since})"
-              f"{f'; restart every {every} as a stopgap' if every else ''}"
-              f"{f', or roll back to {previous}' if previous else ''}")
+    since = "" if deploy is None else (f" {'after deploy at' if deploy[2] else 'since'} {deploy[0]:%Y-%m-%d %H:%M} UTC")
+    advice = (
+        f"fix the leak in model version {version} (allocated baseline +{rate}{since})"
+        f"{f'; restart every {every} as a stopgap' if every else ''}"
+        f"{f', or roll back to {previous}' if previous else ''}"
+    )
     confidence = round(min(0.99, v["leak_share"] * float(cast(float, leaking["r2"].median()))), 2)
     metrics = {
-        "model_version": version, "lifetimes": v["lifetimes"], "leaking_lifetimes": v["leaking_lifetimes"],
-        "instances": v["instances"], "median_slope_bytes_per_hour": v["median_slope_bytes_per_hour"],
+        "model_version": version,
+        "lifetimes": v["lifetimes"],
+        "leaking_lifetimes": v["leaking_lifetimes"],
+        "instances": v["instances"],
+        "median_slope_bytes_per_hour": v["median_slope_bytes_per_hour"],
         "min_slope_bytes_per_hour": v["min_slope_bytes_per_hour"],
-        "max_slope_bytes_per_hour": v["max_slope_bytes_per_hour"], "min_r2": v["min_r2"],
+        "max_slope_bytes_per_hour": v["max_slope_bytes_per_hour"],
+        "min_r2": v["min_r2"],
         "first_deploy": None if deploy is None else deploy[0].isoformat(),
         "first_deploy_instance": None if deploy is None else deploy[1],
-        "first_deploy_is_deploy": None if deploy is None else deploy[2], "restarts": v["restarts"],
-        "leak_ooms": ooms, "min_hours_to_oom_from_start": v["min_hours_to_oom_from_start"],
+        "first_deploy_is_deploy": None if deploy is None else deploy[2],
+        "restarts": v["restarts"],
+        "leak_ooms": ooms,
+        "min_hours_to_oom_from_start": v["min_hours_to_oom_from_start"],
         "restart_every_hours": v["restart_every_hours"],
         "rolled_back_to": previous,
     }
     window = Window(None if deploy is None else deploy[0], cast(datetime, leaking["end"].max()))
-    return Finding("leak", f"model_version {version}", text, advice, confidence, float(max(1, ooms)),
-                   window, metrics)
+    return Finding("leak", f"model_version {version}", text, advice, confidence, float(max(1, ooms)), window, metrics)
 
 
 def _rate(bytes_per_hour: float | None) -> str:
@@ -327,6 +432,7 @@ def _previous_version(lives: pl.DataFrame, version: str) -> str | None:
     deploy = first_deploy(lives, version)
     if deploy is None:
         return None
-    before = lives.filter((pl.col("instance") == deploy[1]) & (pl.col("start") < deploy[0])
-                          & (pl.col("model_version") != version)).sort("start")
+    before = lives.filter(
+        (pl.col("instance") == deploy[1]) & (pl.col("start") < deploy[0]) & (pl.col("model_version") != version)
+    ).sort("start")
     return None if before.is_empty() else before["model_version"][-1]

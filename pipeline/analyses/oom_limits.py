@@ -39,10 +39,21 @@ def instance_limits(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
         pl.col("ok_requests").sum().alias("card_ok_requests"),
     )
     labels = [card_label(d, c) for d, c in zip(frame["device_total"], frame["cap_bytes"], strict=True)]
-    return (frame.join(cards, on=["card_gib", "cap_gib"], how="left", nulls_equal=True)
-            .with_columns(pl.Series("card", labels, dtype=pl.Utf8))
-            .select("instance", "gpu_index", "device_total", "cap_bytes", "card", "card_limit_bytes",
-                    "card_ok_requests", "max_ok_peak_bytes", "p95_request_bytes"))
+    return (
+        frame.join(cards, on=["card_gib", "cap_gib"], how="left", nulls_equal=True)
+        .with_columns(pl.Series("card", labels, dtype=pl.Utf8))
+        .select(
+            "instance",
+            "gpu_index",
+            "device_total",
+            "cap_bytes",
+            "card",
+            "card_limit_bytes",
+            "card_ok_requests",
+            "max_ok_peak_bytes",
+            "p95_request_bytes",
+        )
+    )
 
 
 @shared()

@@ -34,8 +34,12 @@ FLEET_MIN_RATIO = 1.25
 MIN_RECURRENCE = 0.5
 
 
-def minutes(con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None,
-            explained: Iterable[tuple[str, str]] = ()) -> pl.DataFrame:
+def minutes(
+    con: duckdb.DuckDBPyConnection,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    explained: Iterable[tuple[str, str]] = (),
+) -> pl.DataFrame:
     """Per-minute traffic and OOMs with day and hour, minus the windows of `explained` (job, host) pairs."""
     params: dict[str, object] = {"since": utc_naive(since), "until": utc_naive(until)}
     frame = con.sql(sql_text("q_periodicity_minutes"), params=params).pl()
@@ -46,9 +50,11 @@ def minutes(con: duckdb.DuckDBPyConnection, since: datetime | None = None, until
         inside = inside.join(pairs, on=["name", "instance"])
         inside = inside.select("instance", "minute").unique()
         frame = frame.join(inside, on=["instance", "minute"], how="anti")
-    return frame.with_columns(day=pl.col("minute").dt.truncate("1d"),
-                              hour_of_day=pl.col("minute").dt.hour().cast(pl.Int64),
-                              day_of_week=pl.col("minute").dt.weekday().cast(pl.Int64))
+    return frame.with_columns(
+        day=pl.col("minute").dt.truncate("1d"),
+        hour_of_day=pl.col("minute").dt.hour().cast(pl.Int64),
+        day_of_week=pl.col("minute").dt.weekday().cast(pl.Int64),
+    )
 
 
 def _with_expected(cells: pl.DataFrame) -> pl.DataFrame:
@@ -62,17 +68,26 @@ def _tested(table: pl.DataFrame) -> pl.DataFrame:
     """Add `ratio`, `p_value` (OOMs this high under the expectation) and Holm's `p_adjusted`."""
     p_values = [poisson_excess_p(o, e) for o, e in zip(table["ooms"], table["expected"], strict=True)]
     ratio = pl.when(pl.col("expected") > 0).then(pl.col("ooms") / pl.col("expected"))
-    return table.with_columns(ratio=ratio, p_value=pl.Series(p_values, dtype=pl.Float64),
-                              p_adjusted=pl.Series(holm(p_values), dtype=pl.Float64))
+    return table.with_columns(
+        ratio=ratio,
+        p_value=pl.Series(p_values, dtype=pl.Float64),
+        p_adjusted=pl.Series(holm(p_values), dtype=pl.Float64),
+    )
 
 
 def _fleet_profile(frame: pl.DataFrame, key: str) -> pl.DataFrame:
     """Fleet table by one time key: observed against the summed per-instance expectations."""
     cells = _with_expected(_cells(frame, ["instance", key]))
-    table = cells.group_by(key).agg(
-        pl.col("requests").sum(), pl.col("ooms").sum(), pl.col("expected").sum(),
-        pl.col("ooms").filter(pl.col("traffic_source") == "requests").sum().alias("ooms_with_traffic"),
-    ).sort(key)
+    table = (
+        cells.group_by(key)
+        .agg(
+            pl.col("requests").sum(),
+            pl.col("ooms").sum(),
+            pl.col("expected").sum(),
+            pl.col("ooms").filter(pl.col("traffic_source") == "requests").sum().alias("ooms_with_traffic"),
+        )
+        .sort(key)
+    )
     rate = pl.when(pl.col("requests") > 0).then(1000.0 * pl.col("ooms_with_traffic") / pl.col("requests"))
     table = _tested(table.with_columns(oom_rate_per_1k=rate))
     flagged = (pl.col("p_adjusted") < ALPHA) & (pl.col("ratio") >= FLEET_MIN_RATIO)
@@ -81,12 +96,14 @@ def _fleet_profile(frame: pl.DataFrame, key: str) -> pl.DataFrame:
 
 def _cells(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     """Requests, OOMs and exposure summed over `keys`."""
-    return frame.group_by(keys).agg(pl.col("requests").sum(), pl.col("ooms").sum(), pl.col("exposure").sum(),
-                                    pl.col("traffic_source").first())
+    return frame.group_by(keys).agg(
+        pl.col("requests").sum(), pl.col("ooms").sum(), pl.col("exposure").sum(), pl.col("traffic_source").first()
+    )
 
 
-def hour_of_day(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-                until: datetime | None = None) -> pl.DataFrame:
+def hour_of_day(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
     """One row per hour of day (UTC) across the fleet, tested against its traffic.
 
     Columns: `hour_of_day`, `requests`, `ooms` (all OOM events), `expected` (OOMs if every instance's OOMs
@@ -96,14 +113,19 @@ def hour_of_day(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
     return _fleet_profile(minutes(con, since, until), "hour_of_day")
 
 
-def day_of_week(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-                until: datetime | None = None) -> pl.DataFrame:
+def day_of_week(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
     """As `hour_of_day`, by ISO day of week (`day_of_week` 1 = Monday .. 7 = Sunday; Holm over 7)."""
     return _fleet_profile(minutes(con, since, until), "day_of_week")
 
 
-def host_hours(con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None,
-               explained: Iterable[tuple[str, str]] = ()) -> pl.DataFrame:
+def host_hours(
+    con: duckdb.DuckDBPyConnection,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    explained: Iterable[tuple[str, str]] = (),
+) -> pl.DataFrame:
     """One row per instance x hour of day, tested against the instance's own traffic in that hour.
 
     Columns: `instance`, `hour_of_day`, `traffic_source`, `requests`, `ooms`, `exposure`, `expected`,
@@ -118,21 +140,24 @@ def _host_cells(frame: pl.DataFrame) -> pl.DataFrame:
     cells = _with_expected(_cells(frame, ["instance", "hour_of_day"]))
     cells = cells.filter(pl.col("ooms").sum().over("instance") > 0).sort(["instance", "hour_of_day"])
     cells = _tested(cells)
-    significant = ((pl.col("p_adjusted") < ALPHA) & (pl.col("ratio") >= MIN_RATIO)
-                   & (pl.col("ooms") >= MIN_OOMS))
+    significant = (pl.col("p_adjusted") < ALPHA) & (pl.col("ratio") >= MIN_RATIO) & (pl.col("ooms") >= MIN_OOMS)
     return cells.with_columns(significant=significant.fill_null(False))
 
 
-def explained_pairs(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-                    until: datetime | None = None) -> list[tuple[str, str]]:
+def explained_pairs(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> list[tuple[str, str]]:
     """(job, host) pairs whose windows a reported scheduled job explains."""
     effects = jobs.job_effects(con, since, until).filter(pl.col("verdict") == "reported")
     return [(row["name"], host) for row in effects.to_dicts() for host in row["hosts_affected"]]
 
 
-def periodic_windows(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-                     until: datetime | None = None,
-                     explained: Iterable[tuple[str, str]] | None = None) -> pl.DataFrame:
+def periodic_windows(
+    con: duckdb.DuckDBPyConnection,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    explained: Iterable[tuple[str, str]] | None = None,
+) -> pl.DataFrame:
     """Runs of significant hours per instance, with how often they recur; none explained by a job.
 
     `explained` defaults to the affected hosts of reported scheduled jobs; pass () to use the data alone.
@@ -146,15 +171,23 @@ def periodic_windows(con: duckdb.DuckDBPyConnection, since: datetime | None = No
     pairs = explained_pairs(con, since, until) if explained is None else list(explained)
     frame = minutes(con, since, until, pairs)
     cells = _host_cells(frame)
-    rows = [_window_row(frame, cells, instance, hours)
-            for instance, hours in _significant_runs(cells)]
+    rows = [_window_row(frame, cells, instance, hours) for instance, hours in _significant_runs(cells)]
     return pl.DataFrame(rows, schema=_WINDOW_SCHEMA)
 
 
 _WINDOW_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
-    "instance": pl.Utf8, "start_hour": pl.Int64, "end_hour": pl.Int64, "window_utc": pl.Utf8,
-    "ooms": pl.Int64, "expected": pl.Float64, "ratio": pl.Float64, "p_value": pl.Float64,
-    "excess_ooms": pl.Float64, "days": pl.Int64, "days_above": pl.Int64, "recurrence": pl.Float64,
+    "instance": pl.Utf8,
+    "start_hour": pl.Int64,
+    "end_hour": pl.Int64,
+    "window_utc": pl.Utf8,
+    "ooms": pl.Int64,
+    "expected": pl.Float64,
+    "ratio": pl.Float64,
+    "p_value": pl.Float64,
+    "excess_ooms": pl.Float64,
+    "days": pl.Int64,
+    "days_above": pl.Int64,
+    "recurrence": pl.Float64,
     "recurring": pl.Boolean,
 }
 
@@ -192,11 +225,21 @@ def _window_row(frame: pl.DataFrame, cells: pl.DataFrame, instance: str, hours: 
     excess = ooms - baseline * float(mine["exposure"].sum())
     start, end = hours[0], (hours[-1] + 1) % 24
     recurrence = above / days if days else 0.0
-    return {"instance": instance, "start_hour": start, "end_hour": end,
-            "window_utc": f"{start:02d}:00-{end:02d}:00", "ooms": ooms, "expected": expected,
-            "ratio": ooms / expected if expected > 0 else None, "p_value": poisson_excess_p(ooms, expected),
-            "excess_ooms": excess, "days": days, "days_above": above, "recurrence": recurrence,
-            "recurring": days > 0 and recurrence >= MIN_RECURRENCE}
+    return {
+        "instance": instance,
+        "start_hour": start,
+        "end_hour": end,
+        "window_utc": f"{start:02d}:00-{end:02d}:00",
+        "ooms": ooms,
+        "expected": expected,
+        "ratio": ooms / expected if expected > 0 else None,
+        "p_value": poisson_excess_p(ooms, expected),
+        "excess_ooms": excess,
+        "days": days,
+        "days_above": above,
+        "recurrence": recurrence,
+        "recurring": days > 0 and recurrence >= MIN_RECURRENCE,
+    }
 
 
 def _recurrence(frame: pl.DataFrame, hours: list[int], baseline: float) -> tuple[int, int]:
@@ -206,20 +249,30 @@ def _recurrence(frame: pl.DataFrame, hours: list[int], baseline: float) -> tuple
     window predicts for that day's traffic there, and at least one: a one-day burst is one such day, a
     daily cause is most of them.
     """
-    daily = frame.filter(pl.col("hour_of_day").is_in(hours)).group_by("day").agg(
-        pl.col("ooms").sum(), pl.col("exposure").sum()).filter(pl.col("exposure") > 0)
+    daily = (
+        frame.filter(pl.col("hour_of_day").is_in(hours))
+        .group_by("day")
+        .agg(pl.col("ooms").sum(), pl.col("exposure").sum())
+        .filter(pl.col("exposure") > 0)
+    )
     threshold = pl.max_horizontal(pl.lit(1.0), MIN_RATIO * baseline * pl.col("exposure"))
     return daily.height, daily.filter(pl.col("ooms") >= threshold).height
 
 
-def findings(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-             until: datetime | None = None) -> list[Finding]:
+def findings(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> list[Finding]:
     """A `periodic_window` finding per recurring window no calendar explains (same hours: one finding)."""
     windows = periodic_windows(con, since, until).filter(pl.col("recurring"))
     groups = windows.group_by(["start_hour", "end_hour", "window_utc"], maintain_order=True).agg(
-        pl.col("instance"), pl.col("ooms").sum(), pl.col("expected").sum(), pl.col("excess_ooms").sum(),
+        pl.col("instance"),
+        pl.col("ooms").sum(),
+        pl.col("expected").sum(),
+        pl.col("excess_ooms").sum(),
         pl.col("days").max(),
-        pl.col("days_above").max(), pl.col("recurrence").min())
+        pl.col("days_above").max(),
+        pl.col("recurrence").min(),
+    )
     return [_finding(row) for row in groups.sort("start_hour").to_dicts()]
 
 
@@ -229,21 +282,33 @@ def _finding(row: dict) -> Finding:
     ratio = row["ooms"] / row["expected"] if row["expected"] > 0 else None
     p_value = poisson_excess_p(row["ooms"], row["expected"])
     subject = f"window {row['window_utc']} UTC on {hosts}"
-    evidence = (f"Every day {row['window_utc']} UTC on {hosts}: {row['ooms']} OOMs against "
-                f"{row['expected']:.1f} expected from traffic ({_ratio(ratio)}, p {format_p(p_value)}); at "
-                f"least {MIN_RATIO:g}x its usual rate on {row['days_above']} of {row['days']} days. No "
-                f"scheduled job in the calendar explains it.")
+    evidence = (
+        f"Every day {row['window_utc']} UTC on {hosts}: {row['ooms']} OOMs against "
+        f"{row['expected']:.1f} expected from traffic ({_ratio(ratio)}, p {format_p(p_value)}); at "
+        f"least {MIN_RATIO:g}x its usual rate on {row['days_above']} of {row['days']} days. No "
+        f"scheduled job in the calendar explains it."
+    )
     return Finding(
-        kind="periodic_window", subject=subject, evidence=evidence,
+        kind="periodic_window",
+        subject=subject,
+        evidence=evidence,
         advice=f"Find what runs at {row['window_utc']} UTC on hosts {hosts} (cron, backups, batch jobs), "
-               f"add it to the calendar, and move it or the traffic apart.",
+        f"add it to the calendar, and move it or the traffic apart.",
         confidence=round(min(0.9, 0.5 + 0.4 * row["recurrence"]), 2),
         impact=round(row["excess_ooms"], 1),
         window=Window(recurring=f"daily {row['window_utc']} UTC"),
-        metrics={"window_utc": row["window_utc"], "hosts": row["instance"], "ooms": row["ooms"],
-                 "expected": row["expected"], "ratio": ratio, "p_value": p_value,
-                 "excess_ooms": row["excess_ooms"], "days": row["days"],
-                 "days_above": row["days_above"], "recurrence": row["recurrence"]},
+        metrics={
+            "window_utc": row["window_utc"],
+            "hosts": row["instance"],
+            "ooms": row["ooms"],
+            "expected": row["expected"],
+            "ratio": ratio,
+            "p_value": p_value,
+            "excess_ooms": row["excess_ooms"],
+            "days": row["days"],
+            "days_above": row["days_above"],
+            "recurrence": row["recurrence"],
+        },
     )
 
 

@@ -32,8 +32,14 @@ CV_FOLDS = 5
 MAX_MODEL_ROWS = 50_000  # ~2 s of 5-fold CV on two cores; a boundary this sharp needs no more
 SEED = 0
 AGREE_WITHIN = 0.05  # versions whose thresholds on a card agree this closely get one finding
-NUMERIC = ("batch_size", "input_sequence_length", "output_sequence_length", "batch_x_input",
-           "batch_x_tokens", "tokens_per_gib")
+NUMERIC = (
+    "batch_size",
+    "input_sequence_length",
+    "output_sequence_length",
+    "batch_x_input",
+    "batch_x_tokens",
+    "tokens_per_gib",
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,9 +71,12 @@ def features(frame: pl.DataFrame, versions: tuple[str, ...]) -> np.ndarray:
     return np.column_stack(columns)
 
 
-
-def model_rows(con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None,
-               clean_requests: int | None = None) -> pl.DataFrame:
+def model_rows(
+    con: duckdb.DuckDBPyConnection,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    clean_requests: int | None = None,
+) -> pl.DataFrame:
     """The clean requests the model learns from: all of them, or an even sample of about MAX_MODEL_ROWS.
     `clean_requests`: their number, if known."""
     params = window_params(since, until)
@@ -77,9 +86,13 @@ def model_rows(con: duckdb.DuckDBPyConnection, since: datetime | None = None, un
     return con.sql(sql_text("q_prompt_clean_requests"), params=params | {"every": every}).pl()
 
 
-def fit_risk_model(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-                   until: datetime | None = None, folds: int = CV_FOLDS,
-                   clean_requests: int | None = None) -> RiskModel | None:
+def fit_risk_model(
+    con: duckdb.DuckDBPyConnection,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    folds: int = CV_FOLDS,
+    clean_requests: int | None = None,
+) -> RiskModel | None:
     """Fit on clean requests and cross-validate; None when there are too few OOMs for `folds` folds."""
     clean = model_rows(con, since, until, clean_requests)
     target = clean["is_oom"].to_numpy().astype(int)
@@ -90,19 +103,32 @@ def fit_risk_model(con: duckdb.DuckDBPyConnection, since: datetime | None = None
     # Strong but finite regularisation: the boundary is sharp and a plain fit would diverge on it.
     regression = LogisticRegression(C=10.0, solver="newton-cholesky", max_iter=200)
     pipeline = make_pipeline(StandardScaler(), regression)
-    scores = cross_validate(pipeline, x, target, scoring=("roc_auc", "neg_log_loss"),
-                            cv=StratifiedKFold(folds, shuffle=True, random_state=SEED))
+    scores = cross_validate(
+        pipeline,
+        x,
+        target,
+        scoring=("roc_auc", "neg_log_loss"),
+        cv=StratifiedKFold(folds, shuffle=True, random_state=SEED),
+    )
     share = target.mean()
     return RiskModel(
-        pipeline=pipeline.fit(x, target), versions=versions, requests=len(target), ooms=int(target.sum()),
-        folds=folds, cv_auc=float(scores["test_roc_auc"].mean()),
+        pipeline=pipeline.fit(x, target),
+        versions=versions,
+        requests=len(target),
+        ooms=int(target.sum()),
+        folds=folds,
+        cv_auc=float(scores["test_roc_auc"].mean()),
         cv_log_loss=float(-scores["test_neg_log_loss"].mean()),
         base_log_loss=float(-(share * np.log(share) + (1 - share) * np.log(1 - share))),
     )
 
 
-def card_thresholds(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-                    until: datetime | None = None, counts: pl.DataFrame | None = None) -> pl.DataFrame:
+def card_thresholds(
+    con: duckdb.DuckDBPyConnection,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    counts: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """The thresholds to report: one per card when its versions agree (within 5 %, same metric) with the
     card's pooled boundary, else one per version. `scope` says which."""
     counts = size_counts(con, since, until) if counts is None else counts
@@ -127,8 +153,9 @@ def _agree(versions: pl.DataFrame, card: dict) -> bool:
     return bool(same_metric) and spread <= AGREE_WITHIN  # type: ignore[operator]
 
 
-def findings(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-             until: datetime | None = None) -> list[Finding]:
+def findings(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> list[Finding]:
     """`prompt_threshold` findings: where requests start to fail on each card, and the cap to set.
 
     impact: the OOM requests on that card (and version) in the window whose size is above the threshold,
@@ -142,18 +169,26 @@ def findings(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
     clean = int(one_metric.select(pl.col("oks").sum() + pl.col("fails").sum()).item())
     model = fit_risk_model(con, since, until, clean_requests=clean)
     params = window_params(since, until)
-    ooms = con.sql(sql_text("q_prompt_oom_counts"), params=params).pl().join(
-        con.sql(sql_text("q_prompt_spans"), params=params).pl(), on=["device_total", "capacity_bytes"], how="left")
+    ooms = (
+        con.sql(sql_text("q_prompt_oom_counts"), params=params)
+        .pl()
+        .join(
+            con.sql(sql_text("q_prompt_spans"), params=params).pl(), on=["device_total", "capacity_bytes"], how="left"
+        )
+    )
     return [_finding(row, model, ooms, since, until) for row in table.iter_rows(named=True)]
 
 
 # Every OOM request, and each card's first and last request, in the window: few rows, read once.
 
-def _finding(row: dict, model: RiskModel | None, ooms: pl.DataFrame, since: datetime | None,
-             until: datetime | None) -> Finding:
+
+def _finding(
+    row: dict, model: RiskModel | None, ooms: pl.DataFrame, since: datetime | None, until: datetime | None
+) -> Finding:
     """One threshold as a finding."""
-    mine = ooms.filter((pl.col("device_total") == row["device_total"])
-                       & (pl.col("capacity_bytes") == row["capacity_bytes"]))
+    mine = ooms.filter(
+        (pl.col("device_total") == row["device_total"]) & (pl.col("capacity_bytes") == row["capacity_bytes"])
+    )
     if row["scope"] == "version":
         mine = mine.filter(pl.col("model_version") == row["model_version"])
     explained = mine.filter(pl.col(row["metric"]) > row["threshold"]).height
@@ -161,8 +196,12 @@ def _finding(row: dict, model: RiskModel | None, ooms: pl.DataFrame, since: date
     purity = 1 - row["errors"] / (row["ooms"] + row["errors"])
     first, last = (mine[c].min() if mine.height else None for c in ("first_ts", "last_ts"))
     return Finding(
-        kind="prompt_threshold", subject=_subject(row), evidence=_evidence(row, model),
-        advice=_sentence(row), confidence=round(support * purity, 2), impact=float(explained),
+        kind="prompt_threshold",
+        subject=_subject(row),
+        evidence=_evidence(row, model),
+        advice=_sentence(row),
+        confidence=round(support * purity, 2),
+        impact=float(explained),
         window=Window(since or _moment(first), until or _moment(last)),
         metrics=_metrics(row, model) | {"ooms_above_threshold": explained},
     )
@@ -183,33 +222,64 @@ def _subject(row: dict) -> str:
 def _sentence(row: dict) -> str:
     """The sentence a person can act on."""
     metric = METRICS[row["metric"]]
-    usable = "" if row["capacity_bytes"] == row["device_total"] else \
-        f" (with {row['capacity_bytes'] / GIB:.2f} GiB usable beside other processes or a cap)"
-    return (f"On {card_name(row['device_total'])} cards{usable} running {row['versions']}, {metric} above "
-            f"{row['threshold']:,.0f} fails {row['failure_rate_above']:.0%} of the time; cap it at "
-            f"{row['cap']:,} (10 % below the largest clean success, {row['largest_success']:,}).")
+    usable = (
+        ""
+        if row["capacity_bytes"] == row["device_total"]
+        else f" (with {row['capacity_bytes'] / GIB:.2f} GiB usable beside other processes or a cap)"
+    )
+    return (
+        f"On {card_name(row['device_total'])} cards{usable} running {row['versions']}, {metric} above "
+        f"{row['threshold']:,.0f} fails {row['failure_rate_above']:.0%} of the time; cap it at "
+        f"{row['cap']:,} (10 % below the largest clean success, {row['largest_success']:,})."
+    )
 
 
 def _evidence(row: dict, model: RiskModel | None) -> str:
     """The boundary and the model's scores."""
-    text = (f"{row['requests']:,} clean requests ({row['ooms']} OOMs): the largest success below the cut is "
-            f"{row['largest_success']:,} and the smallest failure above it {row['smallest_failure']:,} "
-            f"{METRICS[row['metric']]}; {row['failures_above']} of {row['requests_above']} requests above "
-            f"failed, {row['errors']} fell on the wrong side.")
+    text = (
+        f"{row['requests']:,} clean requests ({row['ooms']} OOMs): the largest success below the cut is "
+        f"{row['largest_success']:,} and the smallest failure above it {row['smallest_failure']:,} "
+        f"{METRICS[row['metric']]}; {row['failures_above']} of {row['requests_above']} requests above "
+        f"failed, {row['errors']} fell on the wrong side."
+    )
     if model is not None:
-        text += (f" Logistic model over {model.requests:,} clean requests: {model.folds}-fold CV AUC "
-                 f"{model.cv_auc:.4f}, log-loss {model.cv_log_loss:.4f} "
-                 f"(base rate {model.base_log_loss:.4f}).")
+        text += (
+            f" Logistic model over {model.requests:,} clean requests: {model.folds}-fold CV AUC "
+            f"{model.cv_auc:.4f}, log-loss {model.cv_log_loss:.4f} "
+            f"(base rate {model.base_log_loss:.4f})."
+        )
     return text
 
 
 def _metrics(row: dict, model: RiskModel | None) -> dict[str, object]:
     """The finding's numbers, JSON-ready."""
-    keep = ("device_total", "capacity_bytes", "model_version", "versions", "metric", "threshold",
-            "largest_success", "smallest_failure", "max_success", "min_failure", "errors", "requests", "ooms",
-            "failures_above", "requests_above", "failure_rate_above", "failure_rate_below", "cap", "scope")
+    keep = (
+        "device_total",
+        "capacity_bytes",
+        "model_version",
+        "versions",
+        "metric",
+        "threshold",
+        "largest_success",
+        "smallest_failure",
+        "max_success",
+        "min_failure",
+        "errors",
+        "requests",
+        "ooms",
+        "failures_above",
+        "requests_above",
+        "failure_rate_above",
+        "failure_rate_below",
+        "cap",
+        "scope",
+    )
     out = {k: row.get(k) for k in keep}
     if model is not None:
-        out |= {"cv_auc": model.cv_auc, "cv_log_loss": model.cv_log_loss,
-                "base_log_loss": model.base_log_loss, "cv_folds": model.folds}
+        out |= {
+            "cv_auc": model.cv_auc,
+            "cv_log_loss": model.cv_log_loss,
+            "base_log_loss": model.base_log_loss,
+            "cv_folds": model.folds,
+        }
     return out

@@ -37,6 +37,7 @@ def shared_results() -> Iterator[None]:
 def shared(*, ignore: tuple[str, ...] = ()) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Mark an analysis `f(con, *args, **kwargs)` whose result depends only on the data and its hashable
     arguments; `ignore` names keyword arguments that only pass in what the function would compute anyway."""
+
     def decorate(fn: Callable[P, R]) -> Callable[P, R]:
         @wraps(fn)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -49,5 +50,7 @@ def shared(*, ignore: tuple[str, ...] = ()) -> Callable[[Callable[P, R]], Callab
             if key not in store:
                 store[key] = fn(*args, **kwargs)
             return store[key]  # type: ignore[no-any-return]
+
         return wrapper
+
     return decorate

@@ -84,24 +84,25 @@ def smallest_card(need_bytes: float) -> Card | None:
     return min(fitting, key=lambda c: (c.total_bytes, -c.bandwidth_gbs)) if fitting else None
 
 
-
-def daily_peaks(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-                until: datetime | None = None) -> pl.DataFrame:
+def daily_peaks(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
     """Per device and UTC day: the peak level (whatever held more), the allocated-only peak, the peak bytes,
     OOMs and requests."""
     return con.sql(sql_text("q_sizing_daily_peaks"), params=window_params(since, until)).pl()
 
 
-
-def context_bytes(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-                  until: datetime | None = None) -> pl.DataFrame:
+def context_bytes(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
     """Per device: the memory its process holds outside PyTorch (CUDA context, libraries), from its
     OOM messages."""
     return con.sql(sql_text("q_sizing_context"), params=window_params(since, until)).pl()
 
 
-def sizing(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-           until: datetime | None = None) -> pl.DataFrame:
+def sizing(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
     """Per device: the last 14 days' daily peaks, the measured peak with its context, the action
     (`upgrade`, `downsize`, `fix_allocator`, `keep`, or `too_little_history`) and the card that fits."""
     peaks = daily_peaks(con, since, until)
@@ -109,20 +110,24 @@ def sizing(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
         return pl.DataFrame()
     context = context_bytes(con, since, until)
     steady = _steady_levels(con, since, until)
-    rows = [_advise(key, group, context, steady)
-            for key, group in peaks.group_by("instance", "gpu_index", maintain_order=True)]
+    rows = [
+        _advise(key, group, context, steady)
+        for key, group in peaks.group_by("instance", "gpu_index", maintain_order=True)
+    ]
     return pl.DataFrame(rows).sort("instance", "gpu_index")
 
 
-def _steady_levels(con: duckdb.DuckDBPyConnection, since: datetime | None,
-                   until: datetime | None) -> dict[tuple[str, int], float]:
+def _steady_levels(
+    con: duckdb.DuckDBPyConnection, since: datetime | None, until: datetime | None
+) -> dict[tuple[str, int], float]:
     """Per device: the time-weighted median held level (water_levels' `steady_level`)."""
     levels = water_levels(con, since, until)
     return {(r["instance"], r["gpu_index"]): r["steady_level"] for r in levels.iter_rows(named=True)}
 
 
-def _advise(key: tuple, days: pl.DataFrame, context: pl.DataFrame,
-            steady: dict[tuple[str, int], float]) -> dict[str, object]:
+def _advise(
+    key: tuple, days: pl.DataFrame, context: pl.DataFrame, steady: dict[tuple[str, int], float]
+) -> dict[str, object]:
     """One device's sizing row."""
     instance, gpu_index = key
     last_day: date = days["day"].max()  # type: ignore[assignment]
@@ -137,15 +142,22 @@ def _advise(key: tuple, days: pl.DataFrame, context: pl.DataFrame,
     peak = int(recent[column].max()) + ctx_bytes  # type: ignore[arg-type]
     card = smallest_card(SAFETY[0] * peak)
     return {
-        "instance": instance, "gpu_index": gpu_index, "card": card_name(total), "device_total": total,
-        "lookback_start": first_day, "lookback_end": last_day, "days_seen": recent.height,
+        "instance": instance,
+        "gpu_index": gpu_index,
+        "card": card_name(total),
+        "device_total": total,
+        "lookback_start": first_day,
+        "lookback_end": last_day,
+        "days_seen": recent.height,
         "days_above_80": int((recent["peak_level"] >= UPGRADE_LEVEL).sum()),
         "days_below_40": int((recent["peak_level"] < DOWNSIZE_LEVEL).sum()),
         "peak_level": float(recent["peak_level"].max()),  # type: ignore[arg-type]
         "allocated_peak_level": float(recent["allocated_peak_level"].max()),  # type: ignore[arg-type]
         "steady_level": steady.get((instance, gpu_index)),
-        "context_bytes": ctx_bytes, "measured_peak_bytes": peak,
-        "action": action, "target_card": None if card is None else card.label,
+        "context_bytes": ctx_bytes,
+        "measured_peak_bytes": peak,
+        "action": action,
+        "target_card": None if card is None else card.label,
         "target_total_bytes": None if card is None else card.total_bytes,
         "target_margin": None if card is None else card.total_bytes / peak,
         "ooms_in_lookback": int(recent["ooms"].sum()),
@@ -165,8 +177,9 @@ def _action(days: pl.DataFrame, recent: pl.DataFrame, first_day: date) -> str:
     return "keep"
 
 
-def sizing_findings(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-                    until: datetime | None = None) -> list[Finding]:
+def sizing_findings(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> list[Finding]:
     """`sizing` findings for devices to upgrade, downsize, or whose allocator fills the card.
 
     impact: for an upgrade or allocator fix, the device's OOMs in the 14 days (what the move addresses);
@@ -192,11 +205,16 @@ def _finding(row: dict) -> Finding | None:
         return None
     subject = row["instance"] if row["gpu_index"] == 0 else f"{row['instance']} GPU {row['gpu_index']}"
     return Finding(
-        kind="sizing", subject=subject, evidence=_evidence(row), advice=_advice(row, target),
+        kind="sizing",
+        subject=subject,
+        evidence=_evidence(row),
+        advice=_advice(row, target),
         confidence={"upgrade": 0.8, "downsize": 0.7, "fix_allocator": 0.5}[row["action"]],
         impact=0.0 if row["action"] == "downsize" else float(row["ooms_in_lookback"]),
-        window=Window(datetime.combine(row["lookback_start"], datetime.min.time()),
-                      datetime.combine(row["lookback_end"] + timedelta(days=1), datetime.min.time())),
+        window=Window(
+            datetime.combine(row["lookback_start"], datetime.min.time()),
+            datetime.combine(row["lookback_end"] + timedelta(days=1), datetime.min.time()),
+        ),
         metrics={k: (v.isoformat() if isinstance(v, date) else v) for k, v in row.items()},
     )
 
@@ -206,27 +224,36 @@ def _evidence(row: dict) -> str:
     steady = row["steady_level"]
     steady_text = "" if steady is None else f"; steady level {steady:.0%} (target under 60 %)"
     peak_kind = "allocated peak" if row["action"] == "fix_allocator" else "measured peak"
-    return (f"{row['card']}: the daily peak was {row['peak_level']:.0%} at most over "
-            f"{row['lookback_start']}..{row['lookback_end']}, above 80 % on {row['days_above_80']} and under "
-            f"40 % on {row['days_below_40']} of {row['days_seen']} days seen (allocated alone peaked at "
-            f"{row['allocated_peak_level']:.0%}){steady_text}; {peak_kind} "
-            f"{row['measured_peak_bytes'] / GIB:.2f} GiB including {row['context_bytes'] / GIB:.2f} GiB of "
-            f"CUDA context; "
-            f"{row['ooms_in_lookback']} OOMs in those days.")
+    return (
+        f"{row['card']}: the daily peak was {row['peak_level']:.0%} at most over "
+        f"{row['lookback_start']}..{row['lookback_end']}, above 80 % on {row['days_above_80']} and under "
+        f"40 % on {row['days_below_40']} of {row['days_seen']} days seen (allocated alone peaked at "
+        f"{row['allocated_peak_level']:.0%}){steady_text}; {peak_kind} "
+        f"{row['measured_peak_bytes'] / GIB:.2f} GiB including {row['context_bytes'] / GIB:.2f} GiB of "
+        f"CUDA context; "
+        f"{row['ooms_in_lookback']} OOMs in those days."
+    )
 
 
 def _advice(row: dict, target: str | None) -> str:
     """What to do, with the card sized at 1.3-1.5 x the measured peak."""
     peak_kind = "allocated peak" if row["action"] == "fix_allocator" else "measured peak"
-    need = f"1.3-1.5 x the {peak_kind} is {SAFETY[0] * row['measured_peak_bytes'] / GIB:.1f}-" \
-           f"{SAFETY[1] * row['measured_peak_bytes'] / GIB:.1f} GiB"
-    fit = "no card in the table holds it" if target is None else \
-        f"the smallest card that fits is {target} ({row['target_margin']:.2f} x the peak)"
+    need = (
+        f"1.3-1.5 x the {peak_kind} is {SAFETY[0] * row['measured_peak_bytes'] / GIB:.1f}-"
+        f"{SAFETY[1] * row['measured_peak_bytes'] / GIB:.1f} GiB"
+    )
+    fit = (
+        "no card in the table holds it"
+        if target is None
+        else f"the smallest card that fits is {target} ({row['target_margin']:.2f} x the peak)"
+    )
     if row["device_total"] >= SAFETY[0] * row["measured_peak_bytes"]:
         fit = f"the current card holds {row['device_total'] / row['measured_peak_bytes']:.2f} x it"
     if row["action"] == "fix_allocator":
-        return ("Do not buy memory yet: the card is full of reserved-but-unallocated memory, not of tensors. "
-                "Try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True or empty_cache() between requests, "
-                f"then size again ({need}; {fit}).")
+        return (
+            "Do not buy memory yet: the card is full of reserved-but-unallocated memory, not of tensors. "
+            "Try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True or empty_cache() between requests, "
+            f"then size again ({need}; {fit})."
+        )
     verb = "Move to a larger card" if row["action"] == "upgrade" else "Move to a smaller card"
     return f"{verb}: {need}; {fit}."

@@ -114,14 +114,10 @@ def diff_snapshots(path_a: str | Path, path_b: str | Path, *, top: int = 20) -> 
         con.close()
 
 
-def diff_database(
-    con: duckdb.DuckDBPyConnection, before_id: int, after_id: int, *, top: int = 20
-) -> dict[str, Any]:
+def diff_database(con: duckdb.DuckDBPyConnection, before_id: int, after_id: int, *, top: int = 20) -> dict[str, Any]:
     """The `diff` dict for two snapshots already in a database."""
     before, after = snapshot_state(con, before_id), snapshot_state(con, after_id)
-    sites = diff_sites(con, before_id, after_id).filter(
-        (pl.col("delta_bytes") != 0) | (pl.col("delta_blocks") != 0)
-    )
+    sites = diff_sites(con, before_id, after_id).filter((pl.col("delta_bytes") != 0) | (pl.col("delta_blocks") != 0))
     segments = diff_segments(con, before_id, after_id)
     return {
         "before": _side(con, before_id, before),

@@ -33,9 +33,7 @@ class LayoutState:
 class LayoutReplay:
     """Segments (as address ranges) and active blocks, replayed backwards one trace event at a time."""
 
-    def __init__(
-        self, ranges: list[tuple[int, int, bool]], active: dict[int, int], allocated_bytes: int
-    ) -> None:
+    def __init__(self, ranges: list[tuple[int, int, bool]], active: dict[int, int], allocated_bytes: int) -> None:
         """`ranges`: (address, size, expandable) per final segment; `active`: address -> active block size."""
         self._ranges: dict[int, tuple[int, bool]] = {addr: (addr + size, exp) for addr, size, exp in ranges}
         self._active = dict(active)

@@ -16,17 +16,13 @@ MIN_GROWTH_BYTES = 1 << 20
 MIN_GROWTH_SHARE = 0.01
 
 
-def site_growth(
-    con: duckdb.DuckDBPyConnection, snapshot_id: int, windows: int = DEFAULT_WINDOWS
-) -> pl.DataFrame:
+def site_growth(con: duckdb.DuckDBPyConnection, snapshot_id: int, windows: int = DEFAULT_WINDOWS) -> pl.DataFrame:
     """Per site: baseline growth over equal time windows of the trace (frees counted against the site
     that allocated the block), the number of rising window steps, and the live bytes and ages at the end."""
     events = con.sql(sql_text("q_snapshot_leaks_events"), params=[snapshot_id]).pl()
     live = con.sql(sql_text("q_snapshot_leaks_live"), params=[snapshot_id]).pl()
     if events.is_empty():
-        growth = pl.DataFrame(
-            schema={"site": pl.String, "growth_bytes": pl.Int64, "rising_windows": pl.Int64}
-        )
+        growth = pl.DataFrame(schema={"site": pl.String, "growth_bytes": pl.Int64, "rising_windows": pl.Int64})
     else:
         growth = _baseline_growth(events, windows)
     joined = live.join(growth, on="site", how="full", coalesce=True)
@@ -39,13 +35,9 @@ def site_growth(
     ).sort("growth_bytes", "live_bytes", descending=True)
 
 
-def leak_suspects(
-    con: duckdb.DuckDBPyConnection, snapshot_id: int, windows: int = DEFAULT_WINDOWS
-) -> pl.DataFrame:
+def leak_suspects(con: duckdb.DuckDBPyConnection, snapshot_id: int, windows: int = DEFAULT_WINDOWS) -> pl.DataFrame:
     """Sites that grow steadily and still hold the growth at the end, ranked by growth."""
-    allocated = con.sql(
-        "SELECT allocated_bytes FROM snapshots WHERE snapshot_id = ?", params=[snapshot_id]
-    ).fetchall()
+    allocated = con.sql("SELECT allocated_bytes FROM snapshots WHERE snapshot_id = ?", params=[snapshot_id]).fetchall()
     threshold = max(MIN_GROWTH_BYTES, MIN_GROWTH_SHARE * (allocated[0][0] if allocated else 0))
     growth = site_growth(con, snapshot_id, windows)
     return growth.filter(
@@ -79,5 +71,3 @@ def _baseline_growth(events: pl.DataFrame, windows: int) -> pl.DataFrame:
         (pl.col("baseline").last() - pl.col("baseline").first()).alias("growth_bytes"),
         (pl.col("baseline").diff() > 0).sum().cast(pl.Int64).alias("rising_windows"),
     )
-
-

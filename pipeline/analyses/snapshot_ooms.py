@@ -133,5 +133,3 @@ def _final_layout(con: duckdb.DuckDBPyConnection, snapshot_id: int, device: int)
 
 def _gib(value: int) -> str:
     return f"{value / (1 << 30):.2f} GiB"
-
-

@@ -31,5 +31,3 @@ def diff_sites(con: duckdb.DuckDBPyConnection, before_id: int, after_id: int) ->
 def diff_segments(con: duckdb.DuckDBPyConnection, before_id: int, after_id: int) -> pl.DataFrame:
     """Segments only in one of the two snapshots (keyed by address and size, as PyTorch's `compare`)."""
     return con.sql(sql_text("q_snapshot_sites_diff_segments"), params=[before_id, after_id, after_id, before_id]).pl()
-
-

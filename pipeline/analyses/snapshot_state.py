@@ -60,9 +60,7 @@ def snapshot_state(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> Snapshot
         "SELECT * EXCLUDE (snapshot_id) FROM fct_snapshot_state WHERE snapshot_id = ?", params=[snapshot_id]
     ).pl()
     if row.is_empty():
-        raise DatabaseError(
-            f"no snapshot with id {snapshot_id} in the database", hint="see the snapshots table"
-        )
+        raise DatabaseError(f"no snapshot with id {snapshot_id} in the database", hint="see the snapshots table")
     return SnapshotState(**row.row(0, named=True))
 
 

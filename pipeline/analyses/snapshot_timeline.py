@@ -66,9 +66,7 @@ def timeline(
     )
 
 
-def replay(
-    con: duckdb.DuckDBPyConnection, snapshot_id: int, device: int
-) -> tuple[pl.DataFrame, dict[str, int]]:
+def replay(con: duckdb.DuckDBPyConnection, snapshot_id: int, device: int) -> tuple[pl.DataFrame, dict[str, int]]:
     """Every trace event of a device with allocated, active and reserved bytes after it, replayed BACKWARDS
     from the final segments (the ring may have wrapped, so the start is unknown), and the values before
     the first event. The same numbers as the view fct_snapshot_timeline, in polars: a running sum there
@@ -114,9 +112,7 @@ def downsample(points: pl.DataFrame, max_points: int = 2000) -> pl.DataFrame:
 
 
 def _trace_device(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> int | None:
-    rows = con.sql(
-        "SELECT min(device) FROM trace_events WHERE snapshot_id = ?", params=[snapshot_id]
-    ).fetchall()
+    rows = con.sql("SELECT min(device) FROM trace_events WHERE snapshot_id = ?", params=[snapshot_id]).fetchall()
     return rows[0][0] if rows else None
 
 
@@ -126,5 +122,3 @@ def _peak(full: pl.DataFrame, column: str, start: int) -> tuple[int, int | None]
     if start > row[column]:
         return start, full["time_us"][0]
     return int(row[column]), row["time_us"]
-
-

@@ -41,15 +41,15 @@ def _params(since: datetime | None, until: datetime | None) -> dict[str, object]
     return {**window_params(since, until), **constants, **levels}
 
 
-
 def _with_hourly(name: str) -> str:
     """A water-level query with its shared hourly rows (q_water_hourly.sql) in place of `{hourly}`."""
     return sql_text(name).replace("{hourly}", sql_text("q_water_hourly").rstrip().rstrip(";"))
 
 
 @shared()
-def water_levels(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-                 until: datetime | None = None) -> pl.DataFrame:
+def water_levels(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
     """Per device: hours observed, hours held above 70/85/95 %, share of requests peaking above them, the
     steady level (median over clock hours of the time-weighted held level), the peaks, and the hours and
     episodes of predictive alert."""
@@ -64,23 +64,25 @@ def _with_telemetry(con: duckdb.DuckDBPyConnection, levels: pl.DataFrame, params
     device = con.sql(query, params=bind(query, params)).pl()
     if levels.is_empty():
         return levels
-    joined = levels.join(device.cast({"gpu_index": levels.schema["gpu_index"]}), on=["instance", "gpu_index"],
-                         how="left")
+    joined = levels.join(
+        device.cast({"gpu_index": levels.schema["gpu_index"]}), on=["instance", "gpu_index"], how="left"
+    )
     source = pl.when(pl.col("telemetry_samples") > 0).then(pl.lit("telemetry")).otherwise(pl.lit("requests"))
     return joined.with_columns(source.alias("level_source"))
 
 
-
-def alert_episodes(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-                   until: datetime | None = None) -> pl.DataFrame:
+def alert_episodes(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
     """Predictive alert episodes per device: runs of consecutive clock hours whose least free memory was
     below 1.2 x the largest peak need of the hour and the hour before."""
     query = _with_hourly("q_water_alert_episodes")
     return con.sql(query, params=bind(query, _params(since, until))).pl()
 
 
-def findings(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-             until: datetime | None = None) -> list[Finding]:
+def findings(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> list[Finding]:
     """Sizing findings (upgrade / downsize with the card to move to); see `sizing`."""
     from .sizing import sizing_findings  # sizing builds on this module's tables
 

@@ -10,6 +10,13 @@ from .snapshot import SnapshotPolicy
 from .writer import RotatingWriter
 
 __all__ = [
-    "Capture", "FakeMemory", "FakeOutOfMemoryError", "MemoryApi", "OomFacts", "Request", "RotatingWriter",
-    "SnapshotPolicy", "TorchCudaMemory",
+    "Capture",
+    "FakeMemory",
+    "FakeOutOfMemoryError",
+    "MemoryApi",
+    "OomFacts",
+    "Request",
+    "RotatingWriter",
+    "SnapshotPolicy",
+    "TorchCudaMemory",
 ]

@@ -38,11 +38,28 @@ class Request:
     """One request being measured. Inside the `with`, set `output_sequence_length` once it is known,
     `status` to log something other than ok / oom / error, or entries of `extra` (kept by ingest as is)."""
 
-    __slots__ = ("_before", "_capture", "_t0", "_ts", "batch_size", "extra", "input_sequence_length",
-                 "output_sequence_length", "request_id", "status")
+    __slots__ = (
+        "_before",
+        "_capture",
+        "_t0",
+        "_ts",
+        "batch_size",
+        "extra",
+        "input_sequence_length",
+        "output_sequence_length",
+        "request_id",
+        "status",
+    )
 
-    def __init__(self, capture: Capture, request_id: object, batch_size: object, input_sequence_length: object,
-                 output_sequence_length: object, extra: dict[str, object] | None) -> None:
+    def __init__(
+        self,
+        capture: Capture,
+        request_id: object,
+        batch_size: object,
+        input_sequence_length: object,
+        output_sequence_length: object,
+        extra: dict[str, object] | None,
+    ) -> None:
         self._capture = capture
         self.request_id = request_id
         self.batch_size = batch_size
@@ -71,10 +88,20 @@ class Capture:
     an OOM (history recording costs the allocator a few microseconds per allocation).
     """
 
-    def __init__(self, directory: str | Path, *, instance: str | None = None, model_version: str | None = None,
-                 gpu_index: int | None = None, memory: MemoryApi | str | None = "auto",
-                 snapshots: SnapshotPolicy | bool = False, max_file_bytes: int = 16 << 20,
-                 max_files: int | None = 64, flush_interval_s: float = 1.0, opener: Opener | None = None) -> None:
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        instance: str | None = None,
+        model_version: str | None = None,
+        gpu_index: int | None = None,
+        memory: MemoryApi | str | None = "auto",
+        snapshots: SnapshotPolicy | bool = False,
+        max_file_bytes: int = 16 << 20,
+        max_files: int | None = 64,
+        flush_interval_s: float = 1.0,
+        opener: Opener | None = None,
+    ) -> None:
         self.directory = Path(directory)
         self.instance = instance or socket.gethostname().split(".")[0]
         self.model_version = model_version
@@ -85,28 +112,47 @@ class Capture:
         self._total = self._device_total()
         self._encoder = LineEncoder(self.instance, self.gpu_index, model_version)
         writer_options: dict[str, Any] = {"opener": opener} if opener is not None else {}
-        self.writer = RotatingWriter(self.directory, f"{file_label(self.instance)}.requests",
-                                     max_bytes=max_file_bytes, max_files=max_files,
-                                     flush_interval_s=flush_interval_s, report=self.report, **writer_options)
+        self.writer = RotatingWriter(
+            self.directory,
+            f"{file_label(self.instance)}.requests",
+            max_bytes=max_file_bytes,
+            max_files=max_files,
+            flush_interval_s=flush_interval_s,
+            report=self.report,
+            **writer_options,
+        )
         self._watch = self._attach_observer()
         self.snapshots = self._start_snapshots(snapshots)
         atexit.register(self.close)
 
     # --- the public API -------------------------------------------------------------------------------
-    def request(self, request_id: object = None, batch_size: object = None, input_sequence_length: object = None,
-                output_sequence_length: object = None, **extra: object) -> Request:
+    def request(
+        self,
+        request_id: object = None,
+        batch_size: object = None,
+        input_sequence_length: object = None,
+        output_sequence_length: object = None,
+        **extra: object,
+    ) -> Request:
         """A context manager measuring one request; the arguments are logged as given."""
-        return Request(self, request_id, batch_size, input_sequence_length, output_sequence_length,
-                       self._checked_extra(extra) if extra else None)
+        return Request(
+            self,
+            request_id,
+            batch_size,
+            input_sequence_length,
+            output_sequence_length,
+            self._checked_extra(extra) if extra else None,
+        )
 
-    def handler(self, fn: F | None = None, /, *,
-                fields: Callable[..., Mapping[str, object]] | None = None) -> Any:
+    def handler(self, fn: F | None = None, /, *, fields: Callable[..., Mapping[str, object]] | None = None) -> Any:
         """Decorator (sync or async): each call is one request. Its fields come from the handler's arguments
         named request_id, batch_size, input_sequence_length, output_sequence_length, or from
         `fields(*args, **kwargs)` when given."""
+
         def decorate(func: F) -> F:
             pick = _caller_fields(fields) if fields is not None else argument_picker(func)
             return self._wrap_async(func, pick) if inspect.iscoroutinefunction(func) else self._wrap(func, pick)
+
         return decorate if fn is None else decorate(fn)
 
     def flush(self) -> None:
@@ -149,22 +195,31 @@ class Capture:
             self.report("line", f"oomlab capture: cannot log a request: {err!r}")
 
     def _line(self, req: Request, latency_ns: int, exc: BaseException | None, oom: bool) -> str:
-        numbers: Numbers = [("batch_size", req.batch_size), ("input_sequence_length", req.input_sequence_length),
-                            ("output_sequence_length", req.output_sequence_length)]
+        numbers: Numbers = [
+            ("batch_size", req.batch_size),
+            ("input_sequence_length", req.input_sequence_length),
+            ("output_sequence_length", req.output_sequence_length),
+        ]
         after = self._counters()
         if after is not None:
             before = req._before or (None, None)
-            numbers += [("allocated_before", before[0]), ("reserved_before", before[1]),
-                        ("allocated_after", after[0]), ("reserved_after", after[1]),
-                        ("peak_allocated", after[2]), ("device_total", self._total)]
+            numbers += [
+                ("allocated_before", before[0]),
+                ("reserved_before", before[1]),
+                ("allocated_after", after[0]),
+                ("reserved_after", after[1]),
+                ("peak_allocated", after[2]),
+                ("device_total", self._total),
+            ]
         error = None
         if oom:
             error = str(exc)  # verbatim: ingest parses the message's own numbers from it
             numbers += self._oom_numbers(req, error, after)
         elif exc is not None:
             error = f"{type(exc).__name__}: {exc}"[:ERROR_LIMIT]
-        status = req.status or ("ok" if exc is None else "oom" if oom else
-                                "error" if isinstance(exc, Exception) else "cancelled")
+        status = req.status or (
+            "ok" if exc is None else "oom" if oom else "error" if isinstance(exc, Exception) else "cancelled"
+        )
         return self._encoder.encode(req._ts, req.request_id, status, latency_ns, numbers, error, req.extra)
 
     def _oom_numbers(self, req: Request, message: str, after: tuple[int, int, int] | None) -> Numbers:
@@ -182,8 +237,12 @@ class Capture:
         if after is not None:
             allocated = after[0] if allocated is None else allocated
             reserved = after[1] if reserved is None else reserved
-        return [("requested_size", requested), ("available_memory", free),
-                ("allocator_allocated", allocated), ("reserved_memory", reserved)]
+        return [
+            ("requested_size", requested),
+            ("available_memory", free),
+            ("allocator_allocated", allocated),
+            ("reserved_memory", reserved),
+        ]
 
     # --- helpers --------------------------------------------------------------------------------------
     def _counters(self) -> tuple[int, int, int] | None:
@@ -222,8 +281,13 @@ class Capture:
             return None
         policy = snapshots if isinstance(snapshots, SnapshotPolicy) else SnapshotPolicy()
         gpu = f".gpu{self.gpu_index}" if self.gpu_index is not None else ""
-        taker = OomSnapshots(self.memory, Path(policy.directory or self.directory),
-                             f"{file_label(self.instance)}.oom-snapshot{gpu}", policy, self.report)
+        taker = OomSnapshots(
+            self.memory,
+            Path(policy.directory or self.directory),
+            f"{file_label(self.instance)}.oom-snapshot{gpu}",
+            policy,
+            self.report,
+        )
         if not taker.start():
             return None
         if self._watch is not None:
@@ -241,6 +305,7 @@ class Capture:
         def run(*args: Any, **kwargs: Any) -> Any:
             with self.request(**self._picked(pick, args, kwargs)):
                 return func(*args, **kwargs)
+
         return run  # type: ignore[return-value]
 
     def _wrap_async(self, func: F, pick: Callable[[tuple, dict], dict]) -> F:
@@ -248,6 +313,7 @@ class Capture:
         async def run(*args: Any, **kwargs: Any) -> Any:
             with self.request(**self._picked(pick, args, kwargs)):
                 return await func(*args, **kwargs)
+
         return run  # type: ignore[return-value]
 
     def _picked(self, pick: Callable[[tuple, dict], dict], args: tuple, kwargs: dict) -> dict:
@@ -265,8 +331,11 @@ def argument_picker(func: Callable[..., Any]) -> Callable[[tuple, dict], dict]:
     except (TypeError, ValueError):  # builtins without a signature: no fields
         return lambda args, kwargs: {}
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    where = [(p.name, i if p.kind in positional else None, None if p.default is p.empty else p.default)
-             for i, p in enumerate(params) if p.name in REQUEST_ARGUMENTS]
+    where = [
+        (p.name, i if p.kind in positional else None, None if p.default is p.empty else p.default)
+        for i, p in enumerate(params)
+        if p.name in REQUEST_ARGUMENTS
+    ]
 
     def pick(args: tuple, kwargs: dict) -> dict:
         found = {}
@@ -278,6 +347,7 @@ def argument_picker(func: Callable[..., Any]) -> Callable[[tuple, dict], dict]:
             else:
                 found[name] = default
         return found
+
     return pick
 
 

@@ -18,8 +18,15 @@ class FakeMemory:
 
     oom_errors: tuple[type[BaseException], ...] = (FakeOutOfMemoryError,)
 
-    def __init__(self, device: int = 0, total: int = 80 << 30, *, observer: bool = True, history: bool = True,
-                 snapshot_data: Any = None) -> None:
+    def __init__(
+        self,
+        device: int = 0,
+        total: int = 80 << 30,
+        *,
+        observer: bool = True,
+        history: bool = True,
+        snapshot_data: Any = None,
+    ) -> None:
         self.device = device
         self.total = total
         self.allocated = self.reserved = self.peak = 0

@@ -58,15 +58,26 @@ class LineEncoder:
     """Encodes request lines of one instance, GPU and model version (their JSON is built once)."""
 
     def __init__(self, instance: str, gpu_index: int | None, model_version: str | None) -> None:
-        self._labels = (f'"instance":{json_value(instance)},"gpu_index":{json_value(gpu_index)},'
-                        f'"model_version":{json_value(model_version)},')
+        self._labels = (
+            f'"instance":{json_value(instance)},"gpu_index":{json_value(gpu_index)},'
+            f'"model_version":{json_value(model_version)},'
+        )
 
-    def encode(self, ts_ns: int, request_id: object, status: str, latency_ns: int,
-               numbers: Iterable[tuple[str, object]], error: str | None = None,
-               extra: Mapping[str, object] | None = None) -> str:
+    def encode(
+        self,
+        ts_ns: int,
+        request_id: object,
+        status: str,
+        latency_ns: int,
+        numbers: Iterable[tuple[str, object]],
+        error: str | None = None,
+        extra: Mapping[str, object] | None = None,
+    ) -> str:
         """The line, newline included; `numbers` with a None value are left out."""
-        line = (f'{{"ts":"{iso_utc(ts_ns)}",{self._labels}"request_id":{json_value(request_id)},'
-                f'"status":{json_value(status)},"latency_ms":{latency_ns / 1e6:.3f}')
+        line = (
+            f'{{"ts":"{iso_utc(ts_ns)}",{self._labels}"request_id":{json_value(request_id)},'
+            f'"status":{json_value(status)},"latency_ms":{latency_ns / 1e6:.3f}'
+        )
         for name, value in numbers:
             if value is not None:
                 line += f',"{name}":{json_value(value)}'

@@ -58,8 +58,15 @@ class _BoundedFile:
 class OomSnapshots:
     """Dumps `<directory>/<stem>.<utc time>.pickle.gz` when an OOM happens, within the policy's limits."""
 
-    def __init__(self, api: MemoryApi, directory: Path, stem: str, policy: SnapshotPolicy,
-                 report: ReportOnce, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        api: MemoryApi,
+        directory: Path,
+        stem: str,
+        policy: SnapshotPolicy,
+        report: ReportOnce,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.directory = directory
         self.stem = stem
         self.policy = policy
@@ -116,11 +123,14 @@ class OomSnapshots:
         with contextlib.suppress(OSError):
             part.unlink(missing_ok=True)
         if isinstance(exc, SnapshotTooLarge):
-            self._report("snapshot-size", f"oomlab capture: OOM snapshot abandoned, {exc} "
-                                          "(lower max_entries or raise max_bytes)")
+            self._report(
+                "snapshot-size", f"oomlab capture: OOM snapshot abandoned, {exc} (lower max_entries or raise max_bytes)"
+            )
         elif isinstance(exc, OSError):
-            self._report("snapshot-disk", f"oomlab capture: cannot write an OOM snapshot in {self.directory}: "
-                                          f"{exc.strerror or exc}")
+            self._report(
+                "snapshot-disk",
+                f"oomlab capture: cannot write an OOM snapshot in {self.directory}: {exc.strerror or exc}",
+            )
         else:
             self._report("snapshot", f"oomlab capture: OOM snapshot failed: {exc!r}")
 

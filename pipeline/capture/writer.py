@@ -63,9 +63,18 @@ class RotatingWriter:
     """Appends lines to `<directory>/<stem>.<utc start>.<pid>.jsonl`, starting a new file past `max_bytes`
     and deleting the oldest of `<stem>.*.jsonl` beyond `max_files` (None keeps them all)."""
 
-    def __init__(self, directory: str | Path, stem: str, *, max_bytes: int = 16 << 20, max_files: int | None = 64,
-                 flush_interval_s: float = 1.0, max_pending: int = 100_000, opener: Opener = _open_append,
-                 report: ReportOnce | None = None) -> None:
+    def __init__(
+        self,
+        directory: str | Path,
+        stem: str,
+        *,
+        max_bytes: int = 16 << 20,
+        max_files: int | None = 64,
+        flush_interval_s: float = 1.0,
+        max_pending: int = 100_000,
+        opener: Opener = _open_append,
+        report: ReportOnce | None = None,
+    ) -> None:
         self.directory = Path(directory)
         self.stem = stem
         self.max_bytes = max_bytes
@@ -90,8 +99,11 @@ class RotatingWriter:
         """Queue one line (ending in a newline); `urgent` has the background thread write it at once."""
         if len(self._pending) >= self.max_pending:
             self.dropped += 1
-            self._report("backlog", f"oomlab capture: {self.max_pending} lines wait for {self.directory}; "
-                                    "new lines are dropped until the disk catches up")
+            self._report(
+                "backlog",
+                f"oomlab capture: {self.max_pending} lines wait for {self.directory}; "
+                "new lines are dropped until the disk catches up",
+            )
             return
         self._pending.append(line)
         if self._thread is None:
@@ -168,14 +180,18 @@ class RotatingWriter:
             return
         self._size += size
         self.written += len(chunk)
-        self._report.resolved("disk", f"oomlab capture: writing to {self.path} again "
-                                      f"({self.dropped} lines were dropped)")
+        self._report.resolved(
+            "disk", f"oomlab capture: writing to {self.path} again ({self.dropped} lines were dropped)"
+        )
 
     def _failed(self, exc: OSError, lines: int) -> None:
         """Drop the lines and report the first failure; the next flush starts a new file."""
         self.dropped += lines
-        self._report("disk", f"oomlab capture: cannot write {self.path or self.directory}: "
-                             f"{exc.strerror or exc}; request lines are dropped until it can")
+        self._report(
+            "disk",
+            f"oomlab capture: cannot write {self.path or self.directory}: "
+            f"{exc.strerror or exc}; request lines are dropped until it can",
+        )
         self._close_file()  # a half-written line stays at the end of that file; ingest rejects just it
 
     def _rotate(self) -> BinaryIO:

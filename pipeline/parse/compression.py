@@ -23,8 +23,13 @@ except ImportError:  # a platform without its wheel (the dependency is only decl
     _FAST_GZIP_ERRORS = ()
 
 # What a damaged compressed file raises while it is read (gzip's BadGzipFile is also an OSError).
-DECOMPRESSION_ERRORS: tuple[type[Exception], ...] = (gzip.BadGzipFile, lzma.LZMAError, zlib.error,
-                                                     zstandard.ZstdError, *_FAST_GZIP_ERRORS)
+DECOMPRESSION_ERRORS: tuple[type[Exception], ...] = (
+    gzip.BadGzipFile,
+    lzma.LZMAError,
+    zlib.error,
+    zstandard.ZstdError,
+    *_FAST_GZIP_ERRORS,
+)
 # Everything reading a file through `open_binary` can raise that is the file's fault, not oomlab's.
 READ_ERRORS: tuple[type[Exception], ...] = (OSError, EOFError, *DECOMPRESSION_ERRORS)
 

@@ -24,6 +24,7 @@ TELEMETRY = frozenset({NVSMI_GPU, NVSMI_APPS, PROMETHEUS})
 # Kinds whose fast reader's row numbers are checked against the file's line count.
 LINE_ORIENTED = frozenset({JSONL, CSV})
 
+
 def detect_kind(path: str | Path, fields: tuple[Field, ...] = FIELDS) -> str:
     """The kind of input at `path`; raises InputError for empty, binary or unreadable files."""
     head = _head(path)

@@ -9,8 +9,10 @@ from zoneinfo import ZoneInfo
 
 from .units import parse_timestamp, to_utc_naive
 
-_MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
-                                       "Nov", "Dec"), start=1)}
+_MONTHS = {
+    m: i
+    for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)
+}
 _LINE_TS = re.compile(
     r"\s*\[?(?:"
     r"(?P<iso>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)"
@@ -47,8 +49,10 @@ FOLLOW_UP = re.compile(
     r"|For debugging consider|Compile with .TORCH_USE_CUDA_DSA|\[\[\{?\{?[Nn]ode"
 )
 # Wording strong enough that a line matching no known format is kept as a reject, not dropped.
-_STRONG = re.compile(r"OUT_OF_MEMORY|OutOfMemory|ErrorMemoryAllocation|OOM when allocating|_ALLOC_FAILED"
-                     r"|Tried to allocate|OUT OF MEMORY")
+_STRONG = re.compile(
+    r"OUT_OF_MEMORY|OutOfMemory|ErrorMemoryAllocation|OOM when allocating|_ALLOC_FAILED"
+    r"|Tried to allocate|OUT OF MEMORY"
+)
 _OOM_PHRASE = re.compile(r"(?i:\bout\s+of\s+memory\b)")
 _BENIGN = re.compile(
     r"(?i)\b(?:check(?:s|ed|ing)?|for|avoid(?:s|ed|ing)?|prevent(?:s|ed|ing)?|handl(?:e|es|ed|ing)|detect(?:s|ed|ing)?"

@@ -43,7 +43,7 @@ _PREFIX = re.compile(
       | [\w.-]+[ ]+-[ ](?={_LEVEL}\b)             # logging: name - LEVEL
       | [\w.]+:[\w.<>]+:\d+[ ]-(?=[ ])           # loguru: module:function:123 -
       | \d+(?=[ ]\[rank)                         # uniq -c count
-    )(?:[ \t]*[|:-](?=[ ]))?){{1,12}}""",          # a separator only after a token: ": 16.00 GiB" is text
+    )(?:[ \t]*[|:-](?=[ ]))?){{1,12}}""",  # a separator only after a token: ": 16.00 GiB" is text
     re.VERBOSE,
 )
 

@@ -246,10 +246,31 @@ def process_sentences(text: str) -> Fields:
 
 # TensorFlow DataTypeString names and their element sizes.
 _TF_DTYPE_BYTES = {
-    "float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, "float16": 2, "bfloat16": 2,
-    "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8,
-    "bool": 1, "complex64": 8, "complex128": 16, "qint8": 1, "quint8": 1, "qint16": 2, "quint16": 2,
-    "qint32": 4, "float8_e4m3fn": 1, "float8_e5m2": 1,
+    "float": 4,
+    "float32": 4,
+    "double": 8,
+    "float64": 8,
+    "half": 2,
+    "float16": 2,
+    "bfloat16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "int16": 2,
+    "uint16": 2,
+    "int32": 4,
+    "uint32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "bool": 1,
+    "complex64": 8,
+    "complex128": 16,
+    "qint8": 1,
+    "quint8": 1,
+    "qint16": 2,
+    "quint16": 2,
+    "qint32": 4,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
 }
 _TF_TENSOR = rx(r"shape ?\[(?P<dims>[\d,\s]*)\] ?and type (?P<dtype>[a-z][a-z0-9_]*)")
 

@@ -53,9 +53,26 @@ def _installed_binary() -> str | None:
 def _command(binary: str, path: Path, markers: Sequence[bytes]) -> list[str]:
     """rg reading `path` as bytes (no config file, no binary-file cut-off, no BOM transcoding), printing for
     each line with a literal marker its number and start offset, never its text."""
-    return [binary, "--no-config", "--text", "--encoding", "none", "--fixed-strings", "--case-sensitive",
-            "--line-number", "--byte-offset", "--no-filename", "--no-heading", "--color", "never",
-            "--max-columns", "1", *(f"--regexp={m.decode('ascii')}" for m in markers), "--", str(path)]
+    return [
+        binary,
+        "--no-config",
+        "--text",
+        "--encoding",
+        "none",
+        "--fixed-strings",
+        "--case-sensitive",
+        "--line-number",
+        "--byte-offset",
+        "--no-filename",
+        "--no-heading",
+        "--color",
+        "never",
+        "--max-columns",
+        "1",
+        *(f"--regexp={m.decode('ascii')}" for m in markers),
+        "--",
+        str(path),
+    ]
 
 
 class RipgrepSearch:
@@ -65,8 +82,9 @@ class RipgrepSearch:
     its output is read, so a search cut short loses no line quietly. `close` ends rg if it still runs."""
 
     def __init__(self, binary: str, path: Path, markers: Sequence[bytes]) -> None:
-        self.child = subprocess.Popen(_command(binary, path, markers), stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.child = subprocess.Popen(
+            _command(binary, path, markers), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
 
     def __iter__(self) -> Iterator[list[Mark]]:
         stdout, stderr = self.child.stdout, self.child.stderr

@@ -102,14 +102,10 @@ def _columnarise(root: dict[str, Any], name: str, fmt: str, shapes: list[str]) -
     trace_events, ooms = _all_traces(root, interner)
     remap = interner.merge_equal_stacks()
     if remap is not None:
-        segments, blocks, trace_events, ooms = (
-            _remap_stacks(t, remap) for t in (segments, blocks, trace_events, ooms)
-        )
+        segments, blocks, trace_events, ooms = (_remap_stacks(t, remap) for t in (segments, blocks, trace_events, ooms))
     stacks = interner.stacks
     meta = _meta(root, name, fmt, shapes, (segments, blocks, trace_events), ooms.num_rows, len(stacks))
-    return SnapshotData(
-        meta, segments, blocks, trace_events, stacks_table(stacks), frames_table(stacks), ooms
-    )
+    return SnapshotData(meta, segments, blocks, trace_events, stacks_table(stacks), frames_table(stacks), ooms)
 
 
 def _all_traces(root: dict[str, Any], interner: StackInterner) -> tuple[pa.Table, pa.Table]:
@@ -152,9 +148,7 @@ def _trace_tables(
 def _action_column(entries: list[dict[str, Any]]) -> pa.DictionaryArray:
     """Actions as a dictionary array: a handful of distinct strings over millions of rows."""
     codes: dict[object, int] = _Codes()
-    indices = pa.array(
-        map(codes.__getitem__, map(dict.get, entries, repeat("action"))), pa.int32(), size=len(entries)
-    )
+    indices = pa.array(map(codes.__getitem__, map(dict.get, entries, repeat("action"))), pa.int32(), size=len(entries))
     names = pa.array([str(name) for name in codes], pa.string())
     return pa.DictionaryArray.from_arrays(indices, names)
 
@@ -178,13 +172,11 @@ def _int_column(entries: list[dict[str, Any]], key: str) -> pa.Array:
 def _oom_table(entries: list[dict[str, Any]], events: pa.Table) -> pa.Table:
     """One row per `oom` entry: the request, and what cudaMemGetInfo said was free on the device."""
     rows = rows_with_action(events["action"], "oom")
-    ooms = events.take(pa.array(rows, pa.int64())).select(
-        ["device", "seq", "time_us", "size", "stream", "stack_id"]
-    )
+    ooms = events.take(pa.array(rows, pa.int64())).select(["device", "seq", "time_us", "size", "stream", "stack_id"])
     free = pa.array([entries[i].get("device_free") for i in rows], pa.int64())
-    return ooms.rename_columns(
-        ["device", "seq", "time_us", "requested_bytes", "stream", "stack_id"]
-    ).append_column("device_free_bytes", free)
+    return ooms.rename_columns(["device", "seq", "time_us", "requested_bytes", "stream", "stack_id"]).append_column(
+        "device_free_bytes", free
+    )
 
 
 def rows_with_action(action: pa.ChunkedArray | pa.DictionaryArray, name: str) -> list[int]:
@@ -222,17 +214,13 @@ def _meta(
     settings = root.get("allocator_settings")
     settings = settings if isinstance(settings, dict) else None
     times = pc.min_max(events["time_us"]).as_py() if events.num_rows else {"min": None, "max": None}
-    expandable = bool(pc.any(segments["is_expandable"]).as_py()) or bool(
-        (settings or {}).get("expandable_segments")
-    )
+    expandable = bool(pc.any(segments["is_expandable"]).as_py()) or bool((settings or {}).get("expandable_segments"))
     state = blocks["state"]
     return SnapshotMeta(
         path=name,
         format=fmt,
         legacy_shapes=tuple(shapes),
-        devices=tuple(
-            sorted(set(segments["device"].to_pylist()) | set(pc.unique(events["device"]).to_pylist()))
-        ),
+        devices=tuple(sorted(set(segments["device"].to_pylist()) | set(pc.unique(events["device"]).to_pylist()))),
         allocator_settings=settings,
         external_annotations=tuple(root.get("external_annotations") or ()),
         expandable_segments=expandable,

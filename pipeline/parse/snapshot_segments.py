@@ -24,9 +24,7 @@ def _block_rows(segment_id: int, segment: Segment) -> list[tuple[Any, ...]]:
     """(segment_id, address, offset, size, requested, state, frames) per block, legacy shapes included."""
     base = int(segment.get("address", 0))
     rows = []
-    for block, address in zip(
-        segment.get("blocks") or [], block_addresses_from_offsets(segment), strict=True
-    ):
+    for block, address in zip(segment.get("blocks") or [], block_addresses_from_offsets(segment), strict=True):
         if "frames" in block or "history" not in block:
             frames, requested = block.get("frames") or [], int(block.get("requested_size", block["size"]))
         else:
@@ -61,9 +59,7 @@ def _blocks_table(rows: list[tuple[Any, ...]], interner: StackInterner) -> pa.Ta
     )
 
 
-def _segments_table(
-    segments: list[Segment], block_rows: list[tuple[Any, ...]], interner: StackInterner
-) -> pa.Table:
+def _segments_table(segments: list[Segment], block_rows: list[tuple[Any, ...]], interner: StackInterner) -> pa.Table:
     sums = _block_sums(len(segments), block_rows)
     pools = [pool_id_pair(s.get("segment_pool_id")) for s in segments]
     kinds = [str(s.get("segment_type", "large")) for s in segments]
@@ -76,9 +72,7 @@ def _segments_table(
             "allocated_size": pa.array(
                 [_int(s, "allocated_size", sums[i][0]) for i, s in enumerate(segments)], pa.int64()
             ),
-            "active_size": pa.array(
-                [_int(s, "active_size", sums[i][1]) for i, s in enumerate(segments)], pa.int64()
-            ),
+            "active_size": pa.array([_int(s, "active_size", sums[i][1]) for i, s in enumerate(segments)], pa.int64()),
             "requested_size": pa.array(
                 [_int(s, "requested_size", sums[i][2]) for i, s in enumerate(segments)], pa.int64()
             ),
@@ -86,9 +80,7 @@ def _segments_table(
             "segment_type": pa.array(kinds, pa.string()),
             "pool_owner": pa.array([p[0] for p in pools], pa.int64()),
             "pool_id": pa.array([p[1] for p in pools], pa.int64()),
-            "pool": pa.array(
-                [_pool_name(kind, pool) for kind, pool in zip(kinds, pools, strict=True)], pa.string()
-            ),
+            "pool": pa.array([_pool_name(kind, pool) for kind, pool in zip(kinds, pools, strict=True)], pa.string()),
             "is_expandable": pa.array([bool(s.get("is_expandable", False)) for s in segments], pa.bool_()),
             "stack_id": pa.array(interner.intern_all(s.get("frames") for s in segments), pa.int32()),
         }

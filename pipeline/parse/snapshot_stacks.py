@@ -185,13 +185,9 @@ def stacks_table(stacks: Sequence[Sequence[Frame]]) -> pa.Table:
             "stack_id": pa.array(range(len(stacks)), pa.int32()),
             "frame_count": pa.array([len(f) for f in stacks], pa.int32()),
             "site": pa.array([format_site(f) for f in sites], pa.string()),
-            "site_filename": pa.array(
-                [None if f is None else str(f.get("filename")) for f in sites], pa.string()
-            ),
+            "site_filename": pa.array([None if f is None else str(f.get("filename")) for f in sites], pa.string()),
             "site_name": pa.array([None if f is None else str(f.get("name")) for f in sites], pa.string()),
-            "site_line": pa.array(
-                [None if f is None else _int_or_none(f.get("line")) for f in sites], pa.int64()
-            ),
+            "site_line": pa.array([None if f is None else _int_or_none(f.get("line")) for f in sites], pa.int64()),
         }
     )
 

@@ -79,8 +79,7 @@ def readable_by_duckdb(path: Path, work: Workspace) -> tuple[Path, str]:
     return plain, "none"
 
 
-def _typed_stage(con: duckdb.DuckDBPyConnection, relation: str, params: dict[str, object],
-                 first_line: int) -> Stage:
+def _typed_stage(con: duckdb.DuckDBPyConnection, relation: str, params: dict[str, object], first_line: int) -> Stage:
     """A stage over a reader that types its own columns (read_json, read_csv, read_parquet).
 
     No WITH ORDINALITY here: it makes DuckDB read on one thread (about 1.5x slower); the loader numbers
@@ -98,8 +97,15 @@ def _typed_stage(con: duckdb.DuckDBPyConnection, relation: str, params: dict[str
         return f"json_object({pairs})"
 
     raw = "to_json(struct_pack(" + ", ".join(f"{quote_ident(c)} := {quote_ident(c)}" for c in columns) + "))"
-    return Stage(relation=relation, columns=columns, params=params, line="NULL::BIGINT", raw=raw,
-                 extra_sql=extra, first_line=first_line)
+    return Stage(
+        relation=relation,
+        columns=columns,
+        params=params,
+        line="NULL::BIGINT",
+        raw=raw,
+        extra_sql=extra,
+        first_line=first_line,
+    )
 
 
 def fast_jsonl_stage(con: duckdb.DuckDBPyConnection, path: Path, compression: str) -> Stage:
@@ -117,8 +123,9 @@ def fast_csv_stage(con: duckdb.DuckDBPyConnection, path: Path, compression: str)
     """CSV with a header, typed by DuckDB's sniffer; a row of the wrong width fails the whole read.
     Line numbers count the header line."""
     delimiter = csv_delimiter(_header_line(path)) or ","
-    relation = ("read_csv($path, header=true, delim=$delim, strict_mode=true, null_padding=false, "
-                "compression=$compression)")
+    relation = (
+        "read_csv($path, header=true, delim=$delim, strict_mode=true, null_padding=false, compression=$compression)"
+    )
     params = {"path": str(path), "compression": compression, "delim": delimiter}
     return _typed_stage(con, relation, params, 2)  # after the header line
 
@@ -128,18 +135,18 @@ def parquet_stage(con: duckdb.DuckDBPyConnection, path: Path) -> Stage:
     return _typed_stage(con, "read_parquet($path)", {"path": str(path)}, 1)
 
 
-def robust_jsonl_stage(con: duckdb.DuckDBPyConnection, path: Path, compression: str,
-                       work: Workspace) -> Stage:
+def robust_jsonl_stage(con: duckdb.DuckDBPyConnection, path: Path, compression: str, work: Workspace) -> Stage:
     """JSON Lines read line by line: invalid JSON and non-objects become rejects with their line."""
     lines_path, rejects = path, []
     if _needs_sanitising(path):
         lines_path, rejects = _sanitise_lines(path, work)
         compression = "none"
     params = {"path": str(lines_path), "compression": compression}
-    lines = (f"(SELECT ordinality AS line, raw FROM read_csv($path, {_LINES_CSV}) WITH ORDINALITY "
-             "WHERE trim(raw, ' ' || chr(9) || chr(13)) <> '')")  # blank: spaces, tabs; other space is content
-    keys = [r[0] for r in con.execute(f"SELECT DISTINCT unnest(try(json_keys(raw))) FROM {lines}",
-                                      params).fetchall()]
+    lines = (
+        f"(SELECT ordinality AS line, raw FROM read_csv($path, {_LINES_CSV}) WITH ORDINALITY "
+        "WHERE trim(raw, ' ' || chr(9) || chr(13)) <> '')"
+    )  # blank: spaces, tabs; other space is content
+    keys = [r[0] for r in con.execute(f"SELECT DISTINCT unnest(try(json_keys(raw))) FROM {lines}", params).fetchall()]
     params["paths"] = ["$." + json.dumps(k) for k in keys]
     relation = f"(SELECT line, raw, try(json_extract_string(raw, $paths)) AS j FROM {lines})"
     index = {k: i + 1 for i, k in enumerate(keys)}
@@ -148,10 +155,17 @@ def robust_jsonl_stage(con: duckdb.DuckDBPyConnection, path: Path, compression: 
         params["patch"] = json.dumps({k: None for k in consumed})
         return "nullif(CAST(try(json_merge_patch(raw, $patch)) AS VARCHAR), '{}')"
 
-    guard = ("CASE WHEN j IS NULL THEN 'invalid JSON' "
-             "WHEN left(ltrim(raw), 1) <> '{' THEN 'not a JSON object' END")
-    return Stage(relation=relation, columns=dict.fromkeys(keys, "VARCHAR"), params=params, raw="raw",
-                 guard=guard, column_sql=lambda name: f"j[{index[name]}]", extra_sql=extra, rejects=rejects)
+    guard = "CASE WHEN j IS NULL THEN 'invalid JSON' WHEN left(ltrim(raw), 1) <> '{' THEN 'not a JSON object' END"
+    return Stage(
+        relation=relation,
+        columns=dict.fromkeys(keys, "VARCHAR"),
+        params=params,
+        raw="raw",
+        guard=guard,
+        column_sql=lambda name: f"j[{index[name]}]",
+        extra_sql=extra,
+        rejects=rejects,
+    )
 
 
 def _needs_sanitising(path: Path) -> bool:
@@ -182,8 +196,13 @@ def _sanitise_lines(path: Path, work: Workspace) -> tuple[Path, list[Reject]]:
             try:
                 line.decode("utf-8")
             except UnicodeDecodeError as exc:
-                rejects.append(Reject(number, f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                                      line.decode("utf-8", errors="replace")[:2000]))
+                rejects.append(
+                    Reject(
+                        number,
+                        f"not UTF-8 text ({exc.reason} at byte {exc.start})",
+                        line.decode("utf-8", errors="replace")[:2000],
+                    )
+                )
                 line = b"\n"
             dst.write(line.replace(b"\x01", b"\\u0001"))
     return clean, rejects
@@ -201,15 +220,18 @@ def robust_csv_stage(con: duckdb.DuckDBPyConnection, path: Path, work: Workspace
         if not any(cell.strip() for cell in row):
             continue
         if len(row) != len(header):
-            rejects.append(Reject(reader.line_num, f"{len(row)} fields where the header has {len(header)}",
-                                  ",".join(row)[:2000]))
+            rejects.append(
+                Reject(reader.line_num, f"{len(row)} fields where the header has {len(header)}", ",".join(row)[:2000])
+            )
             continue
         rows.append(row)
         lines.append(reader.line_num)
     import pyarrow as pa  # only this fallback needs it
 
-    table = pa.table({"line": lines, **{h: [r[i] for r in rows] for i, h in enumerate(header)}},
-                     schema=pa.schema([("line", pa.int64()), *((h, pa.string()) for h in header)]))
+    table = pa.table(
+        {"line": lines, **{h: [r[i] for r in rows] for i, h in enumerate(header)}},
+        schema=pa.schema([("line", pa.int64()), *((h, pa.string()) for h in header)]),
+    )
     name = f"robust_csv_{id(table)}"
     con.register(name, table)
     stage = _typed_stage(con, name, {}, 2)

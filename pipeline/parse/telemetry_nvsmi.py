@@ -67,14 +67,37 @@ APPS_FIELDS: dict[str, Column] = {
     "gpu_bus_id": Column("gpu_bus_id", "text"),
 }
 GPU_COLUMNS: tuple[str, ...] = (
-    "line", "ts", "gpu_index", "gpu_name", "gpu_uuid", "gpu_bus_id", "memory_used_bytes", "memory_total_bytes",
-    "memory_free_bytes", "memory_reserved_bytes", "utilization_gpu", "utilization_memory", "temperature", "power_w",
+    "line",
+    "ts",
+    "gpu_index",
+    "gpu_name",
+    "gpu_uuid",
+    "gpu_bus_id",
+    "memory_used_bytes",
+    "memory_total_bytes",
+    "memory_free_bytes",
+    "memory_reserved_bytes",
+    "utilization_gpu",
+    "utilization_memory",
+    "temperature",
+    "power_w",
 )
 APPS_COLUMNS: tuple[str, ...] = ("line", "ts", "pid", "process_name", "used_bytes", "gpu_uuid", "gpu_bus_id")
 
 # What nvidia-smi writes for a value it does not have.
-_MISSING = frozenset({"", "n/a", "[n/a]", "[not supported]", "[no data]", "[unknown error]",
-                      "[insufficient permissions]", "[gpu is lost]", "[gpu requires reset]"})
+_MISSING = frozenset(
+    {
+        "",
+        "n/a",
+        "[n/a]",
+        "[not supported]",
+        "[no data]",
+        "[unknown error]",
+        "[insufficient permissions]",
+        "[gpu is lost]",
+        "[gpu requires reset]",
+    }
+)
 _HEADER = re.compile(r"^\s*([\w.]+)\s*(?:\[([^\]]*)\])?\s*$")
 _NUMBER_UNIT = re.compile(r"^([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z%]*)$")
 _SMI_TIME = re.compile(r"^(\d{4})/(\d{2})/(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6})\d*)?$")
@@ -117,8 +140,11 @@ def read_nvsmi(path: str | Path, kind: str, tz: str | None = None) -> Iterator[d
         header = text.readline()
         fields = [Field(f.name, f.unit, mapping.get(f.name)) for f in header_fields(header)]
         if not any(f.target and f.target.kind == "ts" for f in fields):
-            raise InputError(str(path), "nvidia-smi CSV without a timestamp field",
-                             hint="query it with --query-gpu=timestamp,... so samples can be placed in time")
+            raise InputError(
+                str(path),
+                "nvidia-smi CSV without a timestamp field",
+                hint="query it with --query-gpu=timestamp,... so samples can be placed in time",
+            )
         reader = _RowReader(fields, ZoneInfo(tz) if tz else None, tz, kind)
         for number, line in enumerate(text, start=2):
             if line.strip():
@@ -161,7 +187,7 @@ class _RowReader:
         where = next((names.index(n) for n in ("process_name", "name") if n in names), None)
         if extra < 0 or self.kind != NVSMI_APPS or where is None:
             return None
-        return [*values[:where], ",".join(values[where:where + extra + 1]), *values[where + extra + 1:]]
+        return [*values[:where], ",".join(values[where : where + extra + 1]), *values[where + extra + 1 :]]
 
     def _convert(self, field: Field, value: str) -> object:
         """One value as its column's type; None for what nvidia-smi could not read."""
@@ -190,8 +216,9 @@ class _RowReader:
                 raise ValueError("missing")
             return moment
         micros = int((match[7] or "0").ljust(6, "0"))
-        moment = datetime(int(match[1]), int(match[2]), int(match[3]), int(match[4]), int(match[5]),
-                          int(match[6]), micros)
+        moment = datetime(
+            int(match[1]), int(match[2]), int(match[3]), int(match[4]), int(match[5]), int(match[6]), micros
+        )
         return to_utc_naive(moment, self.zone)
 
 

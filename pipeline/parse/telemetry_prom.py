@@ -81,8 +81,12 @@ def looks_like_prometheus(text: str) -> bool:
 def _describes(line: str) -> bool:
     """A `# HELP` / `# TYPE` line of a DCGM or vLLM metric."""
     parts = line.split()
-    return len(parts) >= 3 and parts[0] == "#" and parts[1] in ("HELP", "TYPE") and \
-        parts[2].startswith((DCGM_PREFIX, VLLM_PREFIX))
+    return (
+        len(parts) >= 3
+        and parts[0] == "#"
+        and parts[1] in ("HELP", "TYPE")
+        and parts[2].startswith((DCGM_PREFIX, VLLM_PREFIX))
+    )
 
 
 def read_samples(lines: Iterator[str], first_line: int = 1) -> Iterator[Sample | Reject]:
@@ -98,8 +102,7 @@ def parse_sample(number: int, line: str) -> Sample | Reject:
     """One sample line, or a Reject saying what is wrong with it."""
     match = _SAMPLE.match(line)
     if match is None:
-        return Reject(number, "not a Prometheus sample: expected `name{labels} value [timestamp]`",
-                      line[:RAW_LIMIT])
+        return Reject(number, "not a Prometheus sample: expected `name{labels} value [timestamp]`", line[:RAW_LIMIT])
     labels = _labels(match[2] or "")
     if labels is None:
         return Reject(number, f"{match[1]}: malformed labels", line[:RAW_LIMIT])

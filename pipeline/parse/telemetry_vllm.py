@@ -36,9 +36,15 @@ from .units import size_to_bytes, to_utc_naive
 
 # Marker strings: a line holding one of them may state start-up memory (searched by textscan).
 MARKERS: tuple[bytes, ...] = (
-    b"model weights take", b"x gpu_memory_utilization (", b"Memory profiling results:",
-    b"Available KV cache memory:", b"Model loading took", b"Loading model weights took",
-    b"GPU KV cache size:", b"Actual usage is", b"on startup. Desired GPU memory utilization",
+    b"model weights take",
+    b"x gpu_memory_utilization (",
+    b"Memory profiling results:",
+    b"Available KV cache memory:",
+    b"Model loading took",
+    b"Loading model weights took",
+    b"GPU KV cache size:",
+    b"Actual usage is",
+    b"on startup. Desired GPU memory utilization",
 )
 MESSAGE_LIMIT = 4000
 # Two readings of one amount closer than this are the same (messages print two decimals of GiB).
@@ -52,27 +58,55 @@ _NUM = r"(-?\d+(?:\.\d+)?)"
 _AMOUNT = rf"{_NUM}\s*(GiB|GB|MiB|MB|bytes)"
 # (regex, variant, fields in group order); a field ending in `_bytes` takes an amount (number and unit).
 _PATTERNS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
-    (re.compile(rf"model weights take {_AMOUNT}; non_torch_memory takes {_AMOUNT}; PyTorch activation peak "
-                rf"memory takes {_AMOUNT}; the rest of the memory reserved for KV Cache is {_AMOUNT}"),
-     "v0_profiling", ("weights_bytes", "non_torch_bytes", "activation_peak_bytes", "kv_cache_bytes")),
-    (re.compile(rf"total_gpu_memory \({_AMOUNT}\) x gpu_memory_utilization \({_NUM}\) = {_AMOUNT}"),
-     "v0_profiling", ("device_total_bytes", "gpu_memory_utilization", "budget_bytes")),
-    (re.compile(rf"Memory profiling results:.*?total_gpu_memory={_AMOUNT}.*?non_torch_memory={_AMOUNT}.*?"
-                rf"kv_cache_size={_AMOUNT}.*?gpu_memory_utilization={_NUM}"),
-     "v0_results", ("device_total_bytes", "non_torch_bytes", "kv_cache_bytes", "gpu_memory_utilization")),
+    (
+        re.compile(
+            rf"model weights take {_AMOUNT}; non_torch_memory takes {_AMOUNT}; PyTorch activation peak "
+            rf"memory takes {_AMOUNT}; the rest of the memory reserved for KV Cache is {_AMOUNT}"
+        ),
+        "v0_profiling",
+        ("weights_bytes", "non_torch_bytes", "activation_peak_bytes", "kv_cache_bytes"),
+    ),
+    (
+        re.compile(rf"total_gpu_memory \({_AMOUNT}\) x gpu_memory_utilization \({_NUM}\) = {_AMOUNT}"),
+        "v0_profiling",
+        ("device_total_bytes", "gpu_memory_utilization", "budget_bytes"),
+    ),
+    (
+        re.compile(
+            rf"Memory profiling results:.*?total_gpu_memory={_AMOUNT}.*?non_torch_memory={_AMOUNT}.*?"
+            rf"kv_cache_size={_AMOUNT}.*?gpu_memory_utilization={_NUM}"
+        ),
+        "v0_results",
+        ("device_total_bytes", "non_torch_bytes", "kv_cache_bytes", "gpu_memory_utilization"),
+    ),
     (re.compile(rf"Available KV cache memory: {_AMOUNT}"), "v1_available", ("kv_cache_bytes",)),
     # printed by every version around the report: they name no variant of their own
     (re.compile(rf"(?:Model loading took|Loading model weights took) {_AMOUNT}"), "", ("loaded_weights_bytes",)),
     (re.compile(r"GPU KV cache size: ([\d,]+) tokens"), "", ("kv_cache_tokens",)),
-    (re.compile(rf"Free memory on device \({_NUM}/{_NUM} (GiB)\) on startup\. Desired GPU memory utilization is "
-                rf"\({_NUM}, {_AMOUNT}\)"),
-     "v1_summary", ("device_free_gib", "device_total_gib", "unit", "gpu_memory_utilization", "budget_bytes")),
-    (re.compile(rf"Actual usage is {_AMOUNT} for weights?, {_AMOUNT} for peak activation, {_AMOUNT} for "
-                rf"non-torch memory, and {_AMOUNT} for CUDAGraph memory"),
-     "v1_summary", ("weights_bytes", "activation_peak_bytes", "non_torch_bytes", "cuda_graph_bytes")),
-    (re.compile(rf"Actual usage is {_AMOUNT} for consumed memory \(weights \+ non-torch\), {_AMOUNT} for peak "
-                rf"activation, and {_AMOUNT} for CUDAGraph memory"),
-     "v1_summary", ("consumed_bytes", "activation_peak_bytes", "cuda_graph_bytes")),
+    (
+        re.compile(
+            rf"Free memory on device \({_NUM}/{_NUM} (GiB)\) on startup\. Desired GPU memory utilization is "
+            rf"\({_NUM}, {_AMOUNT}\)"
+        ),
+        "v1_summary",
+        ("device_free_gib", "device_total_gib", "unit", "gpu_memory_utilization", "budget_bytes"),
+    ),
+    (
+        re.compile(
+            rf"Actual usage is {_AMOUNT} for weights?, {_AMOUNT} for peak activation, {_AMOUNT} for "
+            rf"non-torch memory, and {_AMOUNT} for CUDAGraph memory"
+        ),
+        "v1_summary",
+        ("weights_bytes", "activation_peak_bytes", "non_torch_bytes", "cuda_graph_bytes"),
+    ),
+    (
+        re.compile(
+            rf"Actual usage is {_AMOUNT} for consumed memory \(weights \+ non-torch\), {_AMOUNT} for peak "
+            rf"activation, and {_AMOUNT} for CUDAGraph memory"
+        ),
+        "v1_summary",
+        ("consumed_bytes", "activation_peak_bytes", "cuda_graph_bytes"),
+    ),
     (re.compile(rf"Current kv cache memory in use is {_AMOUNT}"), "v1_summary", ("kv_cache_bytes",)),
 )
 
@@ -153,8 +187,11 @@ class StartupMerger:
             yield self.finish()
         if self.current is None:
             self.current = StartupMemory(line, ts, variant)
-        self.current = replace(self.current, variant=self.current.variant or variant,
-                               **{k: v for k, v in amounts.items() if getattr(self.current, k) is None})
+        self.current = replace(
+            self.current,
+            variant=self.current.variant or variant,
+            **{k: v for k, v in amounts.items() if getattr(self.current, k) is None},
+        )
         self.lines.append(text.strip())
 
     def finish(self) -> StartupMemory:
@@ -189,8 +226,11 @@ def _restarts(report: StartupMemory, amounts: dict[str, object]) -> bool:
 
 def _complete(report: StartupMemory) -> StartupMemory:
     """Fill what follows from what was read: weights from the load, consumed = weights + non-torch."""
-    weights = report.weights_bytes if report.weights_bytes is not None else (
-        report.loaded_weights_bytes if report.consumed_bytes is None else None)
+    weights = (
+        report.weights_bytes
+        if report.weights_bytes is not None
+        else (report.loaded_weights_bytes if report.consumed_bytes is None else None)
+    )
     consumed = report.consumed_bytes
     if consumed is None and weights is not None and report.non_torch_bytes is not None:
         consumed = weights + report.non_torch_bytes

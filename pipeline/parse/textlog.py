@@ -33,10 +33,15 @@ _TRAILING_NAME = re.compile(r"[\w.]*$")
 _EXCEPTION_HEAD = re.compile(r"[\w.]*(?:Error|Exception)\s*:?\s*")
 
 
-def scan_text_log(path: str | Path, *, default_tz: str | None = None, year: int | None = None,
-                  chunk_size: int = SEGMENT_BYTES,
-                  on_window: Callable[[Window], object] | None = None,
-                  also: Sequence[MarkerFinder] = ()) -> Iterator[TextOom | Reject]:
+def scan_text_log(
+    path: str | Path,
+    *,
+    default_tz: str | None = None,
+    year: int | None = None,
+    chunk_size: int = SEGMENT_BYTES,
+    on_window: Callable[[Window], object] | None = None,
+    also: Sequence[MarkerFinder] = (),
+) -> Iterator[TextOom | Reject]:
     """Every OOM message in the text log at `path`, in order, or a Reject for OOM-looking text that
     matches no known format.
 
@@ -51,8 +56,9 @@ def scan_text_log(path: str | Path, *, default_tz: str | None = None, year: int 
     try:
         clock = LineClock(default_tz, year)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise InputError(str(path), f"unknown time zone {default_tz!r}",
-                         hint="pass an IANA zone name such as Europe/Berlin") from exc
+        raise InputError(
+            str(path), f"unknown time zone {default_tz!r}", hint="pass an IANA zone name such as Europe/Berlin"
+        ) from exc
     try:
         scanner = _Scanner(clock)
         for window in iter_windows(path, [_FINDER, *also], segment=chunk_size):
@@ -61,8 +67,9 @@ def scan_text_log(path: str | Path, *, default_tz: str | None = None, year: int 
             yield from scanner.scan(window)
     except READ_ERRORS as exc:
         reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-        raise InputError(str(path), f"cannot read the log: {reason}",
-                         hint="check that the file is complete and not corrupted") from exc
+        raise InputError(
+            str(path), f"cannot read the log: {reason}", hint="check that the file is complete and not corrupted"
+        ) from exc
 
 
 @dataclass
@@ -271,5 +278,6 @@ def _bare(oom: OomMessage) -> bool:
     return all(getattr(oom, name) is None for name in _NUMERIC_FIELDS) and not oom.other_processes
 
 
-_NUMERIC_FIELDS = tuple(name for name in OomMessage.__dataclass_fields__
-                        if name not in ("framework", "message", "other_processes"))
+_NUMERIC_FIELDS = tuple(
+    name for name in OomMessage.__dataclass_fields__ if name not in ("framework", "message", "other_processes")
+)

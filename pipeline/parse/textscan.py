@@ -214,8 +214,9 @@ def _stream_windows(path: Path, segment: int, lookahead: int) -> Iterator[Window
             carry, base, lo = buf[keep:], base + keep, hi - keep
 
 
-def iter_windows(path: str | Path, finders: Sequence[MarkerFinder], *,
-                 segment: int = SEGMENT_BYTES) -> Iterator[Window]:
+def iter_windows(
+    path: str | Path, finders: Sequence[MarkerFinder], *, segment: int = SEGMENT_BYTES
+) -> Iterator[Window]:
     """The windows of the log at `path` in order, numbered, each with the marker lines of every finder found
     ahead of time (`Window.marked`), in one search for all their markers.
 
@@ -273,8 +274,10 @@ class _Readers:
         """The marks (numbered lines holding some finder's marker) of each finder."""
         number = dict(marks)
         starts = self.union.split(buf, [start for start, _ in marks], self.finders)
-        return {finder.markers: tuple((start, number[start]) for start in lines)
-                for finder, lines in zip(self.finders, starts, strict=True)}
+        return {
+            finder.markers: tuple((start, number[start]) for start in lines)
+            for finder, lines in zip(self.finders, starts, strict=True)
+        }
 
 
 def _ripgrep_windows(path: Path, readers: _Readers, binary: str) -> Iterator[Window] | None:

@@ -44,8 +44,9 @@ class Search:
     """A search of buf[lo:hi] under way. The region is cut into blocks at line ends; one polars query finds
     every match in every block; blocks too short for an arrow view are searched here."""
 
-    def __init__(self, finder: MarkerFinder, buf: Buffer, lo: int, hi: int, polars: bool,
-                 pool: Executor | None) -> None:
+    def __init__(
+        self, finder: MarkerFinder, buf: Buffer, lo: int, hi: int, polars: bool, pool: Executor | None
+    ) -> None:
         self.buf, self.lo = buf, lo
         self.found: list[int] = []
         self.starts: list[int] = []
@@ -66,8 +67,7 @@ class Search:
         """The sorted starts of the lines that hold a match (waits for polars)."""
         if self.region is not None:
             for index, matches in self.region.matches():
-                self.found += _match_lines(self.buf, self.lo + self.starts[index], self.lo + self.ends[index],
-                                           matches)
+                self.found += _match_lines(self.buf, self.lo + self.starts[index], self.lo + self.ends[index], matches)
             self.region = None
         return sorted(set(self.found))
 
@@ -98,8 +98,9 @@ class _Region:
     ASCII, so the copy matches where the bytes do.
     """
 
-    def __init__(self, pattern: str, buf: Buffer, lo: int, hi: int, starts: list[int], ends: list[int],
-                 pool: Executor | None) -> None:
+    def __init__(
+        self, pattern: str, buf: Buffer, lo: int, hi: int, starts: list[int], ends: list[int], pool: Executor | None
+    ) -> None:
         self.pattern, self.starts, self.ends = pattern, starts, ends
         self.data = np.frombuffer(buf, np.uint8, count=hi - lo, offset=lo)
         query = self._query(pa.py_buffer(buf).slice(lo, hi - lo), pa.binary_view())
@@ -138,5 +139,3 @@ def _run_now(job: Callable[[], pl.DataFrame]) -> Future[pl.DataFrame]:
     except Exception as exc:  # handed to whoever asks for the result, as a pool's future would
         future.set_exception(exc)
     return future
-
-

@@ -9,12 +9,25 @@ from zoneinfo import ZoneInfo
 
 # Binary multiples throughout: frameworks that print "GB" mean GiB (domain.md), and so do our logs.
 UNIT_BYTES: dict[str, int] = {
-    "": 1, "b": 1, "byte": 1, "bytes": 1,
-    "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
-    "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
-    "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
-    "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40,
-    "p": 1 << 50, "pb": 1 << 50, "pib": 1 << 50,
+    "": 1,
+    "b": 1,
+    "byte": 1,
+    "bytes": 1,
+    "k": 1 << 10,
+    "kb": 1 << 10,
+    "kib": 1 << 10,
+    "m": 1 << 20,
+    "mb": 1 << 20,
+    "mib": 1 << 20,
+    "g": 1 << 30,
+    "gb": 1 << 30,
+    "gib": 1 << 30,
+    "t": 1 << 40,
+    "tb": 1 << 40,
+    "tib": 1 << 40,
+    "p": 1 << 50,
+    "pb": 1 << 50,
+    "pib": 1 << 50,
 }
 
 _SIZE = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z]*)\s*$")

@@ -20,8 +20,9 @@ def finding_entries(con: duckdb.DuckDBPyConnection, found: list[Finding]) -> lis
     for rank, finding in enumerate(found, start=1):
         entry = finding.to_json()
         site = leak_site(con, list(finding.metrics.get("instances") or [])) if finding.kind == "leak" else None
-        entry.update(rank=rank, score=round(finding.impact * finding.confidence, 3),
-                     action=action(finding, site), leak_site=site)
+        entry.update(
+            rank=rank, score=round(finding.impact * finding.confidence, 3), action=action(finding, site), leak_site=site
+        )
         entries.append(entry)
     return entries
 
@@ -37,8 +38,9 @@ def action(finding: Finding, site: dict[str, Any] | None = None) -> str:
             where = f" at {site['site']}" if site else ""
             return f"Fix the leak{where} in {subject.removeprefix('model_version ')}"
         case "scheduled_job" if m.get("name"):
-            return f"Move {m['name']} out of its window" + (f" ({finding.window.recurring})"
-                                                          if finding.window and finding.window.recurring else "")
+            return f"Move {m['name']} out of its window" + (
+                f" ({finding.window.recurring})" if finding.window and finding.window.recurring else ""
+            )
         case "fragmentation":
             return f"Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True on {m.get('instance', subject)}"
         case "sizing":

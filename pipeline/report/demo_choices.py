@@ -14,9 +14,13 @@ from ..sql import sql_text
 
 # The per-OOM causes that bear out each kind of finding.
 CAUSES_OF: dict[str, tuple[str, ...]] = {
-    "prompt_threshold": ("capacity", "transient_peak"), "capacity": ("capacity", "transient_peak"),
-    "sizing": ("capacity", "transient_peak"), "leak": ("leak",), "fragmentation": ("fragmentation",),
-    "scheduled_job": ("external_pressure",), "external_pressure": ("external_pressure",),
+    "prompt_threshold": ("capacity", "transient_peak"),
+    "capacity": ("capacity", "transient_peak"),
+    "sizing": ("capacity", "transient_peak"),
+    "leak": ("leak",),
+    "fragmentation": ("fragmentation",),
+    "scheduled_job": ("external_pressure",),
+    "external_pressure": ("external_pressure",),
 }
 
 
@@ -26,8 +30,9 @@ def folder_week(con: duckdb.DuckDBPyConnection, folder: Path) -> tuple[datetime,
     return None if end is None else (end - timedelta(days=7), end)
 
 
-def most_important_oom(con: duckdb.DuckDBPyConnection, findings: list[dict[str, Any]], since: datetime,
-                       until: datetime) -> int | None:
+def most_important_oom(
+    con: duckdb.DuckDBPyConnection, findings: list[dict[str, Any]], since: datetime, until: datetime
+) -> int | None:
     """The latest OOM in the window whose cause and place bear out the top-ranked finding that has one."""
     events = classify_ooms(con, since, until).filter(pl.col("ts").is_not_null() & pl.col("duplicate_of").is_null())
     for finding in findings:

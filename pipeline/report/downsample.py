@@ -12,8 +12,9 @@ import polars as pl
 DEFAULT_MAX_POINTS = 1500
 
 
-def downsample(frame: pl.DataFrame, x: str, y: str, max_points: int = DEFAULT_MAX_POINTS,
-               keep: str | None = None) -> pl.DataFrame:
+def downsample(
+    frame: pl.DataFrame, x: str, y: str, max_points: int = DEFAULT_MAX_POINTS, keep: str | None = None
+) -> pl.DataFrame:
     """Rows of `frame` (sorted by `x`) reduced to about `max_points`, keeping each bucket's min and max of `y`.
 
     `keep` names a boolean column whose true rows always stay (OOM markers). The result is sorted by `x`;
@@ -23,8 +24,7 @@ def downsample(frame: pl.DataFrame, x: str, y: str, max_points: int = DEFAULT_MA
     if frame.height <= max_points:
         return frame
     buckets = max(1, max_points // 3)
-    indexed = frame.with_row_index("_row").with_columns(
-        (pl.col("_row") * buckets // frame.height).alias("_bucket"))
+    indexed = frame.with_row_index("_row").with_columns((pl.col("_row") * buckets // frame.height).alias("_bucket"))
     chosen = indexed.group_by("_bucket").agg(
         pl.col("_row").first().alias("first"),
         pl.col("_row").get(pl.col(y).fill_null(float("-inf")).arg_max()).alias("high"),

@@ -20,8 +20,7 @@ LEVEL_BANDS: tuple[tuple[float, float, str], ...] = (
     (0.85, 0.95, "rgba(255, 120, 0, 0.13)"),
     (0.95, 1.00, "rgba(220, 0, 0, 0.14)"),
 )
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-           "#bcbd22", "#17becf")
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 OOM_COLOR = "#d62728"
 
 
@@ -31,7 +30,8 @@ def base_layout(x_title: str, y_title: str, height: int = 360, **extra: Any) -> 
         "height": height,
         "margin": {"l": 64, "r": 24, "t": 28, "b": 56},
         "font": {"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 12},
-        "paper_bgcolor": "white", "plot_bgcolor": "white",
+        "paper_bgcolor": "white",
+        "plot_bgcolor": "white",
         "xaxis": {"title": {"text": x_title}, "gridcolor": "#eee", "zeroline": False},
         "yaxis": {"title": {"text": y_title}, "gridcolor": "#eee", "zeroline": False},
         "legend": {"orientation": "h", "y": -0.22},
@@ -70,8 +70,21 @@ def plain(value: Any) -> Any:
 
 def level_bands(x0: Any, x1: Any) -> list[dict[str, Any]]:
     """Shaded 70/85/95 % bands across [x0, x1] on a 0-1 (fraction of the device) y axis."""
-    return [{"type": "rect", "xref": "x", "yref": "y", "x0": x0, "x1": x1, "y0": low, "y1": high,
-             "fillcolor": color, "line": {"width": 0}, "layer": "below"} for low, high, color in LEVEL_BANDS]
+    return [
+        {
+            "type": "rect",
+            "xref": "x",
+            "yref": "y",
+            "x0": x0,
+            "x1": x1,
+            "y0": low,
+            "y1": high,
+            "fillcolor": color,
+            "line": {"width": 0},
+            "layer": "below",
+        }
+        for low, high, color in LEVEL_BANDS
+    ]
 
 
 def gib(values: Iterable[float | int | None]) -> list[float | None]:

@@ -20,8 +20,12 @@ PLOTLY_JS = "vendor/plotly-cartesian-4.1.1.min.js"
 
 @cache
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(asset_dir("reports") / "templates"),
-                             autoescape=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(asset_dir("reports") / "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
     env.filters.update(formatting.FILTERS)
     env.filters["chart_json"] = chart_json
     return env

@@ -11,7 +11,8 @@ from .weekly_charts import sites_chart
 def incident_charts(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Chart id -> figure for the sections that have data."""
     charts: dict[str, dict[str, Any] | None] = {
-        "timeline": timeline_chart(doc["timeline"], doc["event"]) if doc["timeline"] else None}
+        "timeline": timeline_chart(doc["timeline"], doc["event"]) if doc["timeline"] else None
+    }
     snapshot = doc["snapshot"]
     if snapshot:
         charts["replay"] = replay_chart(snapshot["timeline"]) if snapshot["timeline"] else None
@@ -28,46 +29,118 @@ def timeline_chart(tl: dict[str, Any], event: dict[str, Any]) -> dict[str, Any] 
     traces = [
         _line("allocated after request", req["ts"], gib(req["allocated_after"]), PALETTE[0]),
         _line("reserved after request", req["ts"], gib(req["reserved_after"]), PALETTE[1]),
-        {"type": "scatter", "mode": "markers", "name": "peak during request", "x": req["ts"],
-         "y": gib(req["peak_allocated"]), "marker": {"color": PALETTE[2], "size": 4},
-         "hovertemplate": "%{x}<br>peak %{y:.2f} GiB<extra></extra>"},
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": "peak during request",
+            "x": req["ts"],
+            "y": gib(req["peak_allocated"]),
+            "marker": {"color": PALETTE[2], "size": 4},
+            "hovertemplate": "%{x}<br>peak %{y:.2f} GiB<extra></extra>",
+        },
     ]
     if seen["ts"]:
         traces.append(_line("device used (nvidia-smi / DCGM)", seen["ts"], gib(seen["memory_used_bytes"]), PALETTE[4]))
     ooms = tl["ooms"]
     if any(v is not None for v in ooms["requested_bytes"]):
-        traces.append({"type": "scatter", "mode": "markers", "name": "OOM: size requested", "x": ooms["ts"],
-                       "y": gib(ooms["requested_bytes"]), "marker": {"symbol": "x", "color": OOM_COLOR, "size": 9},
-                       "hovertemplate": "OOM %{x}<br>tried to allocate %{y:.3f} GiB<extra></extra>"})
-    limit, label = (event.get("cap_bytes"), "per-process cap") if event.get("cap_bytes") else (
-        event.get("device_total_bytes"), "device total")
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "OOM: size requested",
+                "x": ooms["ts"],
+                "y": gib(ooms["requested_bytes"]),
+                "marker": {"symbol": "x", "color": OOM_COLOR, "size": 9},
+                "hovertemplate": "OOM %{x}<br>tried to allocate %{y:.3f} GiB<extra></extra>",
+            }
+        )
+    limit, label = (
+        (event.get("cap_bytes"), "per-process cap")
+        if event.get("cap_bytes")
+        else (event.get("device_total_bytes"), "device total")
+    )
     if limit and req["ts"]:
-        traces.append({**_line(label, [req["ts"][0], req["ts"][-1]], gib([limit, limit]), "#444"),
-                       "line": {"color": "#444", "dash": "dot", "width": 1}})
+        traces.append(
+            {
+                **_line(label, [req["ts"][0], req["ts"][-1]], gib([limit, limit]), "#444"),
+                "line": {"color": "#444", "dash": "dot", "width": 1},
+            }
+        )
     shapes, notes = [], []
     for at, eid in zip(tl["ooms"]["ts"], tl["ooms"]["event_id"], strict=True):
         mine = eid == event["event_id"]
-        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": at, "x1": at, "y0": 0, "y1": 1,
-                       "line": {"color": OOM_COLOR, "width": 2.5 if mine else 1, "dash": "solid" if mine else "dot"}})
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": at,
+                "x1": at,
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": OOM_COLOR, "width": 2.5 if mine else 1, "dash": "solid" if mine else "dot"},
+            }
+        )
     for job in tl["jobs"]:
-        shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": job["start_ts"], "x1": job["end_ts"],
-                       "y0": 0, "y1": 1, "fillcolor": "rgba(148, 103, 189, 0.12)", "line": {"width": 0},
-                       "layer": "below"})
-        notes.append({"x": job["start_ts"], "y": 1, "yref": "paper", "text": job["name"], "showarrow": False,
-                      "xanchor": "left", "yanchor": "bottom", "font": {"size": 10, "color": "#6a4c93"}})
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "paper",
+                "x0": job["start_ts"],
+                "x1": job["end_ts"],
+                "y0": 0,
+                "y1": 1,
+                "fillcolor": "rgba(148, 103, 189, 0.12)",
+                "line": {"width": 0},
+                "layer": "below",
+            }
+        )
+        notes.append(
+            {
+                "x": job["start_ts"],
+                "y": 1,
+                "yref": "paper",
+                "text": job["name"],
+                "showarrow": False,
+                "xanchor": "left",
+                "yanchor": "bottom",
+                "font": {"size": 10, "color": "#6a4c93"},
+            }
+        )
     layout = base_layout("time (UTC)", "memory (GiB)", height=400, shapes=shapes, annotations=notes)
     return figure(traces, layout)
 
 
 def replay_chart(replay: dict[str, Any]) -> dict[str, Any]:
     """Allocated and reserved bytes replayed from the snapshot's trace, OOM moments in red."""
-    traces = [_line("allocated", replay["time"], gib(replay["allocated_bytes"]), PALETTE[0]),
-              _line("reserved", replay["time"], gib(replay["reserved_bytes"]), PALETTE[1])]
-    shapes = [{"type": "line", "xref": "x", "yref": "paper", "x0": t, "x1": t, "y0": 0, "y1": 1,
-               "line": {"color": OOM_COLOR, "width": 2}} for t in replay["oom_times"]]
+    traces = [
+        _line("allocated", replay["time"], gib(replay["allocated_bytes"]), PALETTE[0]),
+        _line("reserved", replay["time"], gib(replay["reserved_bytes"]), PALETTE[1]),
+    ]
+    shapes = [
+        {
+            "type": "line",
+            "xref": "x",
+            "yref": "paper",
+            "x0": t,
+            "x1": t,
+            "y0": 0,
+            "y1": 1,
+            "line": {"color": OOM_COLOR, "width": 2},
+        }
+        for t in replay["oom_times"]
+    ]
     return figure(traces, base_layout("time (UTC)", "memory (GiB)", height=340, shapes=shapes))
 
 
 def _line(name: str, x: list[Any], y: list[float | None], color: str) -> dict[str, Any]:
-    return {"type": "scatter", "mode": "lines", "name": name, "x": x, "y": y, "line": {"color": color, "width": 1.5},
-            "hovertemplate": f"{name}<br>%{{x}}<br>%{{y:.2f}} GiB<extra></extra>"}
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "name": name,
+        "x": x,
+        "y": y,
+        "line": {"color": color, "width": 1.5},
+        "hovertemplate": f"{name}<br>%{{x}}<br>%{{y:.2f}} GiB<extra></extra>",
+    }

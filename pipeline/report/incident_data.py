@@ -45,20 +45,24 @@ MESSAGE_FIELDS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def resolve_event(con: duckdb.DuckDBPyConnection, event_id: int | None, instance: str | None,
-                  at: datetime | None) -> int:
+def resolve_event(
+    con: duckdb.DuckDBPyConnection, event_id: int | None, instance: str | None, at: datetime | None
+) -> int:
     """The event id asked for: given, or the OOM of `instance` nearest to `at`."""
     if event_id is not None:
         return event_id
     rows = con.sql(sql_text("q_incident_nearest"), params={"instance": instance, "at": at}).fetchall()
     if not rows:
-        raise OomlabError(f"no OOM with a time on instance {instance!r}",
-                          hint="list them with: oomlab query \"SELECT DISTINCT instance FROM oom_events\"")
+        raise OomlabError(
+            f"no OOM with a time on instance {instance!r}",
+            hint='list them with: oomlab query "SELECT DISTINCT instance FROM oom_events"',
+        )
     return int(rows[0][0])
 
 
-def incident_data(con: duckdb.DuckDBPyConnection, event_id: int | None = None, instance: str | None = None,
-                  at: datetime | None = None) -> dict[str, Any]:
+def incident_data(
+    con: duckdb.DuckDBPyConnection, event_id: int | None = None, instance: str | None = None, at: datetime | None = None
+) -> dict[str, Any]:
     """Everything the incident page shows about one OOM."""
     event = _event(con, resolve_event(con, event_id, instance, at))
     ts: datetime | None = event["ts"]
@@ -82,8 +86,10 @@ def incident_data(con: duckdb.DuckDBPyConnection, event_id: int | None = None, i
 def _event(con: duckdb.DuckDBPyConnection, event_id: int) -> dict[str, Any]:
     rows = con.sql(sql_text("q_incident_event"), params={"event_id": event_id}).pl()
     if rows.is_empty():
-        raise OomlabError(f"no OOM event {event_id}", hint="see: oomlab query \"SELECT event_id, ts, instance "
-                          "FROM oom_events ORDER BY ts\"")
+        raise OomlabError(
+            f"no OOM event {event_id}",
+            hint='see: oomlab query "SELECT event_id, ts, instance FROM oom_events ORDER BY ts"',
+        )
     event = rows.row(0, named=True)
     event["source_file"] = file_name(event.pop("source_path"))
     return event
@@ -102,8 +108,13 @@ def decoded_fields(event: dict[str, Any]) -> list[dict[str, Any]]:
 def _verdict(classified: pl.DataFrame, event_id: int) -> dict[str, Any]:
     rows = classified.filter(pl.col("event_id") == event_id)
     if rows.is_empty():
-        return {"cause": "unknown", "confidence": 0.0, "evidence": "the event could not be classified",
-                "contributing": [], "rule": "none"}
+        return {
+            "cause": "unknown",
+            "confidence": 0.0,
+            "evidence": "the event could not be classified",
+            "contributing": [],
+            "rule": "none",
+        }
     return rows.row(0, named=True)
 
 
@@ -122,8 +133,12 @@ def timeline(con: duckdb.DuckDBPyConnection, event: dict[str, Any]) -> dict[str,
     """Requests, memory, GPU telemetry, OOMs and scheduled jobs on the instance in the hours around the OOM."""
     params = {"instance": event["instance"], "since": event["ts"] - CONTEXT, "until": event["ts"] + CONTEXT}
     requests = con.sql(sql_text("q_incident_requests"), params=params).pl()
-    requests = downsample(requests.with_columns(pl.col("peak_allocated").fill_null(pl.col("allocated_after"))),
-                          "ts", "peak_allocated", keep="is_oom")
+    requests = downsample(
+        requests.with_columns(pl.col("peak_allocated").fill_null(pl.col("allocated_after"))),
+        "ts",
+        "peak_allocated",
+        keep="is_oom",
+    )
     ooms = con.sql(sql_text("q_incident_ooms"), params=params).pl()
     if ooms.height > MAX_NEARBY_OOMS:
         distance = (pl.col("ts") - event["ts"]).abs()
@@ -131,9 +146,14 @@ def timeline(con: duckdb.DuckDBPyConnection, event: dict[str, Any]) -> dict[str,
     jobs = con.sql(sql_text("q_incident_jobs"), params=params).pl()
     telemetry = con.sql(sql_text("q_incident_telemetry"), params={**params, "gpu_index": event["gpu_index"]}).pl()
     telemetry = downsample(telemetry, "ts", "memory_used_bytes")
-    return {"since": params["since"], "until": params["until"], "requests": requests.to_dict(as_series=False),
-            "ooms": ooms.to_dict(as_series=False), "jobs": jobs.to_dicts(),
-            "telemetry": telemetry.to_dict(as_series=False)}
+    return {
+        "since": params["since"],
+        "until": params["until"],
+        "requests": requests.to_dict(as_series=False),
+        "ooms": ooms.to_dict(as_series=False),
+        "jobs": jobs.to_dicts(),
+        "telemetry": telemetry.to_dict(as_series=False),
+    }
 
 
 def similar_incidents(classified: pl.DataFrame, event: dict[str, Any]) -> list[dict[str, Any]]:
@@ -145,7 +165,8 @@ def similar_incidents(classified: pl.DataFrame, event: dict[str, Any]) -> list[d
     same_place = pl.col("instance") == event["instance"]
     if event["model_version"] is not None:
         same_place = same_place | (pl.col("model_version") == event["model_version"])
-    earlier = classified.filter((pl.col("cause") == cause) & same_place & (pl.col("ts") < event["ts"])
-                                & pl.col("duplicate_of").is_null())
+    earlier = classified.filter(
+        (pl.col("cause") == cause) & same_place & (pl.col("ts") < event["ts"]) & pl.col("duplicate_of").is_null()
+    )
     keep = ["event_id", "ts", "instance", "model_version", "cause", "requested_bytes", "tokens", "evidence"]
     return earlier.sort(["ts", "event_id"], descending=True).head(SIMILAR).select(keep).to_dicts()

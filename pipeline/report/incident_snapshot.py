@@ -18,8 +18,9 @@ from .snapshots import snapshots_in_window, top_sites
 SUSPECTS = 5
 
 
-def snapshot_view(con: duckdb.DuckDBPyConnection, snapshot_id: int | None,
-                  requested_bytes: int | None) -> dict[str, Any] | None:
+def snapshot_view(
+    con: duckdb.DuckDBPyConnection, snapshot_id: int | None, requested_bytes: int | None
+) -> dict[str, Any] | None:
     """Everything the incident page shows of the snapshot that recorded the failure; None without one."""
     if snapshot_id is None:
         return None
@@ -41,11 +42,14 @@ def _replayed(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> dict[str, Any
     if replay is None:
         return None
     points = replay.points
-    return {"time": [_at(t) for t in points["time_us"].to_list()],
-            "allocated_bytes": points["allocated_bytes"].to_list(),
-            "reserved_bytes": points["reserved_bytes"].to_list(),
-            "oom_times": [_at(t) for t in replay.oom_times_us if t is not None],
-            "events": replay.event_count, "peak_allocated_bytes": replay.peak_allocated_bytes}
+    return {
+        "time": [_at(t) for t in points["time_us"].to_list()],
+        "allocated_bytes": points["allocated_bytes"].to_list(),
+        "reserved_bytes": points["reserved_bytes"].to_list(),
+        "oom_times": [_at(t) for t in replay.oom_times_us if t is not None],
+        "events": replay.event_count,
+        "peak_allocated_bytes": replay.peak_allocated_bytes,
+    }
 
 
 def _at(time_us: int) -> datetime:

@@ -13,8 +13,10 @@ def next_steps(verdict: dict[str, Any], event: dict[str, Any], snapshot: dict[st
     """Ordered steps for the cause the classifier found, then what would confirm it."""
     steps = list(_by_cause(verdict, event, snapshot))
     if snapshot is None:
-        steps.append("Capture a snapshot on the next OOM (oomlab.capture with snapshots on) to see the allocator's "
-                     "layout and the allocation sites at the failure.")
+        steps.append(
+            "Capture a snapshot on the next OOM (oomlab.capture with snapshots on) to see the allocator's "
+            "layout and the allocation sites at the failure."
+        )
     return steps
 
 
@@ -25,31 +27,45 @@ def _by_cause(verdict: dict[str, Any], event: dict[str, Any], snapshot: dict[str
     if cause == "leak":
         site = _suspect(snapshot)
         where = f" at {site}" if site else ""
-        return [f"Fix the leak{where} in {version}: memory allocated there is kept after requests end.",
-                f"Until then, restart {instance} before the baseline reaches the card, or roll back {version}."]
+        return [
+            f"Fix the leak{where} in {version}: memory allocated there is kept after requests end.",
+            f"Until then, restart {instance} before the baseline reaches the card, or roll back {version}.",
+        ]
     if cause == "fragmentation":
-        return [f"Set {EXPANDABLE} on {instance}: {size(event.get('reserved_unallocated_bytes'))} was reserved but "
-                f"unallocated, yet no free block fit {requested}.",
-                "Find the long-lived small allocations that pin segments (the snapshot's top sites) and free or pool "
-                "them; empty_cache() does not help while a segment holds one live block."]
+        return [
+            f"Set {EXPANDABLE} on {instance}: {size(event.get('reserved_unallocated_bytes'))} was reserved but "
+            f"unallocated, yet no free block fit {requested}.",
+            "Find the long-lived small allocations that pin segments (the snapshot's top sites) and free or pool "
+            "them; empty_cache() does not help while a segment holds one live block.",
+        ]
     if cause in ("capacity", "transient_peak"):
         tokens = event.get("tokens")
         cap = f" below {int(tokens * 0.9):,} batch x tokens" if tokens else ""
-        return [f"Cap request size{cap} on {instance} (admission control with a queue rather than a smaller batch).",
-                "If such requests must be served, move the model to a card with 1.3-1.5x its measured peak."]
+        return [
+            f"Cap request size{cap} on {instance} (admission control with a queue rather than a smaller batch).",
+            "If such requests must be served, move the model to a card with 1.3-1.5x its measured peak.",
+        ]
     if cause == "external_pressure":
         pids = ", ".join(str(p) for p in (event.get("other_pids") or [])) or "another process"
-        return [f"Move {pids} ({size(event.get('other_bytes'))}) off {instance}'s GPU, or give the service a card "
-                "of its own.",
-                "Check the calendar: a job that starts processes on the GPU host at this time is the usual culprit."]
+        return [
+            f"Move {pids} ({size(event.get('other_bytes'))}) off {instance}'s GPU, or give the service a card "
+            "of its own.",
+            "Check the calendar: a job that starts processes on the GPU host at this time is the usual culprit.",
+        ]
     if cause == "process_cap":
-        return [f"The per-process cap ({size(event.get('cap_bytes'))}) was reached while the device had free "
-                "memory: raise set_per_process_memory_fraction / gpu_memory_utilization, or lower the load."]
+        return [
+            f"The per-process cap ({size(event.get('cap_bytes'))}) was reached while the device had free "
+            "memory: raise set_per_process_memory_fraction / gpu_memory_utilization, or lower the load."
+        ]
     if cause == "preallocated_pool":
-        return ["The pool reserved at start-up left too little for activations: lower gpu_memory_utilization or "
-                "the maximum sequence length."]
-    return ["The numbers do not single out a cause: compare with the similar incidents below and capture a "
-            "snapshot on the next failure."]
+        return [
+            "The pool reserved at start-up left too little for activations: lower gpu_memory_utilization or "
+            "the maximum sequence length."
+        ]
+    return [
+        "The numbers do not single out a cause: compare with the similar incidents below and capture a "
+        "snapshot on the next failure."
+    ]
 
 
 def _suspect(snapshot: dict[str, Any] | None) -> str | None:

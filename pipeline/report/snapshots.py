@@ -14,8 +14,9 @@ from .formatting import file_name
 TOP_SITES = 10
 
 
-def snapshots_in_window(con: duckdb.DuckDBPyConnection, since: datetime | None,
-                        until: datetime | None) -> list[dict[str, Any]]:
+def snapshots_in_window(
+    con: duckdb.DuckDBPyConnection, since: datetime | None, until: datetime | None
+) -> list[dict[str, Any]]:
     """Snapshots whose trace ends in [since, until), newest first (file name only: paths are local)."""
     rows = con.sql(sql_text("q_report_snapshots"), params={"since": since, "until": until}).pl().to_dicts()
     for row in rows:
@@ -38,6 +39,10 @@ def leak_site(con: duckdb.DuckDBPyConnection, instances: list[str]) -> dict[str,
             suspects = leak_suspects(con, snapshot["snapshot_id"])
             if not suspects.is_empty():
                 best = suspects.row(0, named=True)
-                return {"site": best["site"], "live_bytes": best["live_bytes"], "file": snapshot["file"],
-                        "snapshot_id": snapshot["snapshot_id"]}
+                return {
+                    "site": best["site"],
+                    "live_bytes": best["live_bytes"],
+                    "file": snapshot["file"],
+                    "snapshot_id": snapshot["snapshot_id"],
+                }
     return None

@@ -31,25 +31,64 @@ def weekly_charts(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def heatmap_chart(grid: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, Any]:
     """OOM rate by hour x weekday, scheduled job windows outlined (red: a finding blames the job)."""
-    hover = [[f"{grid['days'][d]} {h:02d}:00<br>{grid['requests'][d][h]:,} requests, {grid['ooms'][d][h]:,} OOMs"
-              for h in range(24)] for d in range(7)]
-    trace = {"type": "heatmap", "z": grid["rate"], "x": grid["hours"], "y": grid["days"], "text": hover,
-             "hovertemplate": "%{text}<br>%{z:.2f} OOMs per 1,000 requests<extra></extra>",
-             "colorscale": "Reds", "colorbar": {"title": {"text": "OOMs per<br>1,000 req."}}, "hoverongaps": False}
+    hover = [
+        [
+            f"{grid['days'][d]} {h:02d}:00<br>{grid['requests'][d][h]:,} requests, {grid['ooms'][d][h]:,} OOMs"
+            for h in range(24)
+        ]
+        for d in range(7)
+    ]
+    trace = {
+        "type": "heatmap",
+        "z": grid["rate"],
+        "x": grid["hours"],
+        "y": grid["days"],
+        "text": hover,
+        "hovertemplate": "%{text}<br>%{z:.2f} OOMs per 1,000 requests<extra></extra>",
+        "colorscale": "Reds",
+        "colorbar": {"title": {"text": "OOMs per<br>1,000 req."}},
+        "hoverongaps": False,
+    }
     shapes, notes = [], []
     for job in jobs:
         color = OOM_COLOR if job["blamed"] else "#555"
         for day in job["weekdays"]:
             for start, end in job["spans"]:
-                shapes.append({"type": "rect", "x0": start - 0.5, "x1": min(end, 24) - 0.5, "y0": day - 1.5,
-                               "y1": day - 0.5, "line": {"color": color, "width": 2 if job["blamed"] else 1,
-                                                          "dash": "solid" if job["blamed"] else "dot"}})
+                shapes.append(
+                    {
+                        "type": "rect",
+                        "x0": start - 0.5,
+                        "x1": min(end, 24) - 0.5,
+                        "y0": day - 1.5,
+                        "y1": day - 0.5,
+                        "line": {
+                            "color": color,
+                            "width": 2 if job["blamed"] else 1,
+                            "dash": "solid" if job["blamed"] else "dot",
+                        },
+                    }
+                )
         if job["spans"]:
-            notes.append({"x": job["spans"][0][0] - 0.5, "y": job["weekdays"][0] - 1.5, "text": job["name"],
-                          "showarrow": False, "xanchor": "left", "yanchor": "bottom",
-                          "font": {"size": 10, "color": color}})
-    layout = base_layout("hour of day (UTC, h)", "day of week", height=380, shapes=shapes, annotations=notes,
-                         xaxis={"dtick": 1}, yaxis={"autorange": "reversed"})
+            notes.append(
+                {
+                    "x": job["spans"][0][0] - 0.5,
+                    "y": job["weekdays"][0] - 1.5,
+                    "text": job["name"],
+                    "showarrow": False,
+                    "xanchor": "left",
+                    "yanchor": "bottom",
+                    "font": {"size": 10, "color": color},
+                }
+            )
+    layout = base_layout(
+        "hour of day (UTC, h)",
+        "day of week",
+        height=380,
+        shapes=shapes,
+        annotations=notes,
+        xaxis={"dtick": 1},
+        yaxis={"autorange": "reversed"},
+    )
     return figure([trace], layout)
 
 
@@ -66,13 +105,29 @@ def water_chart(series: list[dict[str, Any]], forecasts: list[dict[str, Any]]) -
         owners += [i] * len(device_traces)
     start = min(s["hour"][0] for s in series)
     end = max([s["hour"][-1] for s in series] + [t["x"][-1] for t in traces if t["name"] == "forecast"])
-    buttons = [{"label": _device(s), "method": "update",
-                "args": [{"visible": [owner == i for owner in owners]}, {}]} for i, s in enumerate(series)]
-    layout = base_layout("time (UTC)", "memory (% of the card)", height=420, shapes=level_bands(start, end),
-                         yaxis={"tickformat": ".0%", "range": [0, 1.05]},
-                         updatemenus=[{"buttons": buttons, "direction": "down", "x": 0, "xanchor": "left",
-                                       "y": 1.16, "yanchor": "top", "showactive": True}],
-                         margin={"t": 56})
+    buttons = [
+        {"label": _device(s), "method": "update", "args": [{"visible": [owner == i for owner in owners]}, {}]}
+        for i, s in enumerate(series)
+    ]
+    layout = base_layout(
+        "time (UTC)",
+        "memory (% of the card)",
+        height=420,
+        shapes=level_bands(start, end),
+        yaxis={"tickformat": ".0%", "range": [0, 1.05]},
+        updatemenus=[
+            {
+                "buttons": buttons,
+                "direction": "down",
+                "x": 0,
+                "xanchor": "left",
+                "y": 1.16,
+                "yanchor": "top",
+                "showactive": True,
+            }
+        ],
+        margin={"t": 56},
+    )
     return figure(traces, layout)
 
 
@@ -81,28 +136,64 @@ def _device_water_traces(s: dict[str, Any], trend: dict[str, Any] | None) -> lis
     name = _device(s)
     mode = "lines" if len(s["hour"]) >= FEW_POINTS else "lines+markers"  # a lone hour is still visible
     traces = [
-        {"type": "scatter", "mode": mode, "name": "peak during requests", "x": s["hour"], "y": s["peak_level"],
-         "line": {"color": PALETTE[0], "width": 1},
-         "hovertemplate": f"{name}<br>%{{x}}<br>peak %{{y:.1%}} of the card<extra></extra>"},
-        {"type": "scatter", "mode": mode, "name": "held between requests", "x": s["hour"], "y": s["held_level"],
-         "line": {"color": PALETTE[1], "width": 2},
-         "hovertemplate": f"{name}<br>%{{x}}<br>held %{{y:.1%}} of the card<extra></extra>"},
+        {
+            "type": "scatter",
+            "mode": mode,
+            "name": "peak during requests",
+            "x": s["hour"],
+            "y": s["peak_level"],
+            "line": {"color": PALETTE[0], "width": 1},
+            "hovertemplate": f"{name}<br>%{{x}}<br>peak %{{y:.1%}} of the card<extra></extra>",
+        },
+        {
+            "type": "scatter",
+            "mode": mode,
+            "name": "held between requests",
+            "x": s["hour"],
+            "y": s["held_level"],
+            "line": {"color": PALETTE[1], "width": 2},
+            "hovertemplate": f"{name}<br>%{{x}}<br>held %{{y:.1%}} of the card<extra></extra>",
+        },
     ]
     if any(v is not None for v in s["device_level"]):
-        traces.append({"type": "scatter", "mode": "lines", "name": "device used (telemetry)", "x": s["hour"],
-                       "y": s["device_level"], "line": {"color": PALETTE[4], "width": 1, "dash": "dot"},
-                       "connectgaps": False,
-                       "hovertemplate": f"{name}<br>%{{x}}<br>device %{{y:.1%}} used (all processes)<extra></extra>"})
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": "device used (telemetry)",
+                "x": s["hour"],
+                "y": s["device_level"],
+                "line": {"color": PALETTE[4], "width": 1, "dash": "dot"},
+                "connectgaps": False,
+                "hovertemplate": f"{name}<br>%{{x}}<br>device %{{y:.1%}} used (all processes)<extra></extra>",
+            }
+        )
     oom_at = [(h, lv) for h, lv, n in zip(s["hour"], s["peak_level"], s["ooms"], strict=True) if n]
     if oom_at:
-        traces.append({"type": "scatter", "mode": "markers", "name": "hour with an OOM", "x": [h for h, _ in oom_at],
-                       "y": [lv for _, lv in oom_at], "marker": {"symbol": "x", "color": OOM_COLOR, "size": 7},
-                       "hovertemplate": f"{name}: OOM in the hour of %{{x}}<extra></extra>"})
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "hour with an OOM",
+                "x": [h for h, _ in oom_at],
+                "y": [lv for _, lv in oom_at],
+                "marker": {"symbol": "x", "color": OOM_COLOR, "size": 7},
+                "hovertemplate": f"{name}: OOM in the hour of %{{x}}<extra></extra>",
+            }
+        )
     if trend and (trend.get("slope_per_day") or 0) > 0 and trend.get("level_now") is not None:
         x, y = _forecast_line(trend)
-        traces.append({"type": "scatter", "mode": "lines", "name": "forecast", "x": x, "y": y,
-                       "line": {"color": PALETTE[3], "dash": "dash", "width": 2},
-                       "hovertemplate": f"{name} forecast<br>%{{x}}: %{{y:.1%}}<extra></extra>"})
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": "forecast",
+                "x": x,
+                "y": y,
+                "line": {"color": PALETTE[3], "dash": "dash", "width": 2},
+                "hovertemplate": f"{name} forecast<br>%{{x}}: %{{y:.1%}}<extra></extra>",
+            }
+        )
     return traces
 
 
@@ -119,10 +210,16 @@ def rate_chart(rows: list[dict[str, Any]], x_title: str) -> dict[str, Any] | Non
     if not rows:
         return None
     keys = [str(r["key"]) for r in rows]
-    trace = {"type": "bar", "x": keys, "y": [r["oom_rate_per_1k"] for r in rows], "marker": {"color": "#1f77b4"},
-             "text": [f"{r['ooms']:,} OOMs" for r in rows], "textposition": "outside",
-             "customdata": [r["requests"] for r in rows],
-             "hovertemplate": "%{x}<br>%{y:.2f} OOMs per 1,000 requests<br>%{customdata:,} requests<extra></extra>"}
+    trace = {
+        "type": "bar",
+        "x": keys,
+        "y": [r["oom_rate_per_1k"] for r in rows],
+        "marker": {"color": "#1f77b4"},
+        "text": [f"{r['ooms']:,} OOMs" for r in rows],
+        "textposition": "outside",
+        "customdata": [r["requests"] for r in rows],
+        "hovertemplate": "%{x}<br>%{y:.2f} OOMs per 1,000 requests<br>%{customdata:,} requests<extra></extra>",
+    }
     layout = base_layout(x_title, "OOMs per 1,000 requests", height=320, xaxis={"type": "category"})
     return figure([trace], layout)
 
@@ -132,23 +229,41 @@ def leak_chart(trends: list[dict[str, Any]]) -> dict[str, Any]:
     traces = []
     for i, t in enumerate(trends):
         name = f"{_device(t)} #{t['lifetime']} {t['model_version']} ({t['kind']})"
-        traces.append({"type": "scatter", "mode": "lines+markers", "name": name, "x": t["ts"],
-                       "y": gib(t["baseline_bytes"]), "marker": {"size": 4},
-                       "line": {"color": PALETTE[i % len(PALETTE)], "dash": "solid" if t["kind"] == "leak" else "dot"},
-                       "hovertemplate": f"{name}<br>%{{x}}<br>%{{y:.2f}} GiB<extra></extra>"})
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": name,
+                "x": t["ts"],
+                "y": gib(t["baseline_bytes"]),
+                "marker": {"size": 4},
+                "line": {"color": PALETTE[i % len(PALETTE)], "dash": "solid" if t["kind"] == "leak" else "dot"},
+                "hovertemplate": f"{name}<br>%{{x}}<br>%{{y:.2f}} GiB<extra></extra>",
+            }
+        )
     return figure(traces, base_layout("time (UTC)", "allocated after requests (GiB)", height=380))
 
 
 def sites_chart(sites: list[dict[str, Any]]) -> dict[str, Any]:
     """Live bytes by allocation site of one snapshot, largest at the top."""
     sites = sorted(sites, key=lambda s: s["rank"], reverse=True)
-    trace = {"type": "bar", "orientation": "h", "y": [s["site"] for s in sites],
-             "x": [round(s["live_bytes"] / GIB, 4) for s in sites], "marker": {"color": "#9467bd"},
-             "text": [f"{s['share_of_allocated']:.0%}" for s in sites], "textposition": "outside",
-             "hovertemplate": "%{y}<br>%{x:.3f} GiB live<extra></extra>"}
-    layout = base_layout("live memory (GiB)", "allocation site (file:function:line)",
-                         height=max(200, 90 + 28 * len(sites)),
-                         margin={"l": 320}, yaxis={"automargin": True})
+    trace = {
+        "type": "bar",
+        "orientation": "h",
+        "y": [s["site"] for s in sites],
+        "x": [round(s["live_bytes"] / GIB, 4) for s in sites],
+        "marker": {"color": "#9467bd"},
+        "text": [f"{s['share_of_allocated']:.0%}" for s in sites],
+        "textposition": "outside",
+        "hovertemplate": "%{y}<br>%{x:.3f} GiB live<extra></extra>",
+    }
+    layout = base_layout(
+        "live memory (GiB)",
+        "allocation site (file:function:line)",
+        height=max(200, 90 + 28 * len(sites)),
+        margin={"l": 320},
+        yaxis={"automargin": True},
+    )
     return figure([trace], layout)
 
 

@@ -25,8 +25,11 @@ from .snapshots import snapshots_in_window, top_sites
 
 WEEK = timedelta(days=7)
 HEADLINE_LABELS: dict[str, str] = {
-    "ooms": "OOMs", "oom_rate_per_1k": "OOM rate per 1,000 requests", "instances_affected": "instances affected",
-    "requests_lost": "requests lost", "requests": "requests",
+    "ooms": "OOMs",
+    "oom_rate_per_1k": "OOM rate per 1,000 requests",
+    "instances_affected": "instances affected",
+    "requests_lost": "requests lost",
+    "requests": "requests",
 }
 RATE_CUTS: tuple[str, ...] = ("model_version", "input_length", "batch_tokens")
 # Caps that keep a page a few MB on any fleet: the worst devices, versions and lifetimes are drawn, the
@@ -51,8 +54,7 @@ class ReportWindow:
         return {"since": self.since.isoformat(), "until": self.until.isoformat()}
 
 
-def report_window(con: duckdb.DuckDBPyConnection, since: datetime | None,
-                  until: datetime | None) -> ReportWindow:
+def report_window(con: duckdb.DuckDBPyConnection, since: datetime | None, until: datetime | None) -> ReportWindow:
     """[since, until): by default the 7 days up to midnight after the latest event; one end given, a week."""
     since, until = aggregates.utc_naive(since), aggregates.utc_naive(until)
     if until is None:
@@ -71,8 +73,9 @@ def data_range(con: duckdb.DuckDBPyConnection) -> dict[str, datetime | None]:
     return {"first_ts": first, "last_ts": last, "day_end": day_end}
 
 
-def weekly_data(con: duckdb.DuckDBPyConnection, since: datetime | None = None,
-                until: datetime | None = None) -> dict[str, Any]:
+def weekly_data(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> dict[str, Any]:
     """Everything the weekly report shows, for [since, until) against the period before it."""
     window = report_window(con, since, until)
     with shared_results():  # the charts reuse the findings' lifetimes and forecasts
@@ -103,16 +106,25 @@ def _document(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> dict[str,
 def headline(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> list[dict[str, Any]]:
     """Each headline metric this period and the one before, with the change."""
     rows = {r["metric"]: r for r in aggregates.period_over_period(con, window.since, window.until).to_dicts()}
-    return [{"metric": metric, "label": label, "previous": rows[metric]["last_week"],
-             "current": rows[metric]["this_week"], "change": rows[metric]["change"],
-             "change_pct": rows[metric]["change_pct"]} for metric, label in HEADLINE_LABELS.items()]
+    return [
+        {
+            "metric": metric,
+            "label": label,
+            "previous": rows[metric]["last_week"],
+            "current": rows[metric]["this_week"],
+            "change": rows[metric]["change"],
+            "change_pct": rows[metric]["change_pct"],
+        }
+        for metric, label in HEADLINE_LABELS.items()
+    ]
 
 
 def heatmap(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> dict[str, Any]:
     """7 x 24 grids (ISO weekday x hour of day) of requests, OOMs and the OOM rate per 1,000 requests."""
     cells = con.sql(sql_text("q_report_heatmap"), params=_window(window)).fetchall()
     grid: dict[str, list[list[float | None]]] = {
-        name: [[0 if name != "rate" else None] * 24 for _ in range(7)] for name in ("requests", "ooms", "rate")}
+        name: [[0 if name != "rate" else None] * 24 for _ in range(7)] for name in ("requests", "ooms", "rate")
+    }
     for day, hour, requests, ooms, with_traffic in cells:
         grid["requests"][day - 1][hour] = requests
         grid["ooms"][day - 1][hour] = ooms
@@ -128,8 +140,16 @@ def job_windows(con: duckdb.DuckDBPyConnection, window: ReportWindow, found: lis
         one_off = schedule.runs == 1 and schedule.first_start is not None
         weekdays = [schedule.first_start.isoweekday()] if one_off else _weekdays(schedule.text)
         spans = [_hours(text) for text in schedule.windows]
-        out.append({"name": name, "schedule": schedule.text, "runs": schedule.runs, "blamed": name in blamed,
-                    "weekdays": weekdays, "spans": spans})
+        out.append(
+            {
+                "name": name,
+                "schedule": schedule.text,
+                "runs": schedule.runs,
+                "blamed": name in blamed,
+                "weekdays": weekdays,
+                "spans": spans,
+            }
+        )
     return out
 
 
@@ -141,7 +161,7 @@ def _weekdays(text: str) -> list[int]:
 
 
 def _hours(span: str) -> list[float]:
-    """"01:00-02:30" as [1.0, 2.5] hours of the day (an end at or before the start runs past midnight)."""
+    """ "01:00-02:30" as [1.0, 2.5] hours of the day (an end at or before the start runs past midnight)."""
     start, end = (int(t[:2]) + int(t[3:5]) / 60 for t in span.split("-"))
     return [start, end if end > start else end + 24]
 
@@ -150,27 +170,53 @@ def water_series(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> list[d
     """Hourly held and peak levels per device (fractions of the card), and the device level telemetry saw in
     the same hours where there is telemetry; downsampled keeping OOM hours."""
     hourly = forecast.hourly_levels(con, window.since, window.until)  # the forecast's own rows, computed once
-    worst = (hourly.group_by("instance", "gpu_index").agg(pl.col("peak_level").max())
-             .sort(["peak_level", "instance", "gpu_index"], descending=[True, False, False], nulls_last=True)
-             .head(MAX_WATER_DEVICES))
+    worst = (
+        hourly.group_by("instance", "gpu_index")
+        .agg(pl.col("peak_level").max())
+        .sort(["peak_level", "instance", "gpu_index"], descending=[True, False, False], nulls_last=True)
+        .head(MAX_WATER_DEVICES)
+    )
     hourly = hourly.join(worst.select("instance", "gpu_index"), on=["instance", "gpu_index"], how="semi")
     seen = con.sql(sql_text("q_report_telemetry_hourly"), params=_window(window)).pl()
     hourly = hourly.join(seen, on=["instance", "gpu_index", "hour"], how="left")
     out = []
     for (instance, gpu), rows in hourly.group_by(["instance", "gpu_index"], maintain_order=True):
-        rows = downsample(rows.with_columns((pl.col("ooms") > 0).alias("has_oom")), "hour", "peak_level",
-                          keep="has_oom")
-        out.append({"instance": instance, "gpu_index": gpu, "device_total": rows["device_total"].max(),
-                    "hour": rows["hour"].to_list(), "held_level": _rounded(rows["held_level"]),
-                    "peak_level": _rounded(rows["peak_level"]), "device_level": _rounded(rows["device_level"]),
-                    "ooms": rows["ooms"].to_list()})
+        rows = downsample(
+            rows.with_columns((pl.col("ooms") > 0).alias("has_oom")), "hour", "peak_level", keep="has_oom"
+        )
+        out.append(
+            {
+                "instance": instance,
+                "gpu_index": gpu,
+                "device_total": rows["device_total"].max(),
+                "hour": rows["hour"].to_list(),
+                "held_level": _rounded(rows["held_level"]),
+                "peak_level": _rounded(rows["peak_level"]),
+                "device_level": _rounded(rows["device_level"]),
+                "ooms": rows["ooms"].to_list(),
+            }
+        )
     return out
 
 
 def forecast_rows(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> list[dict[str, Any]]:
     """Per device: level now, trend per day and the dates it reaches 80 / 95 % (forecast.py)."""
-    keep = ["instance", "gpu_index", "card", "model_version", "as_of", "level_now", "slope_per_day", "r2",
-            "growth", "days_to_80", "date_80", "days_to_95", "date_95", "expected_ooms"]
+    keep = [
+        "instance",
+        "gpu_index",
+        "card",
+        "model_version",
+        "as_of",
+        "level_now",
+        "slope_per_day",
+        "r2",
+        "growth",
+        "days_to_80",
+        "date_80",
+        "days_to_95",
+        "date_95",
+        "expected_ooms",
+    ]
     table = forecast.forecast(con, window.since, window.until)
     return table.select([c for c in keep if c in table.columns]).to_dicts()
 
@@ -194,13 +240,25 @@ def leak_trends(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> list[di
     points = leaks.windows(con, None, window.until).filter(pl.col("baseline_bytes").is_not_null())
     out = []
     for life in flagged.iter_rows(named=True):
-        rows = points.filter((pl.col("instance") == life["instance"]) & (pl.col("gpu_index") == life["gpu_index"])
-                             & (pl.col("lifetime") == life["lifetime"])).sort("baseline_ts")
-        out.append({"instance": life["instance"], "gpu_index": life["gpu_index"], "lifetime": life["lifetime"],
-                    "model_version": life["model_version"], "kind": "leak" if life["is_leak"] else "cache growth",
-                    "slope_bytes_per_hour": life["slope_bytes_per_hour"], "r2": life["r2"],
-                    "ts": rows["baseline_ts"].to_list(), "baseline_bytes": rows["baseline_bytes"].to_list(),
-                    "reserved_bytes": rows["last_reserved_bytes"].to_list()})
+        rows = points.filter(
+            (pl.col("instance") == life["instance"])
+            & (pl.col("gpu_index") == life["gpu_index"])
+            & (pl.col("lifetime") == life["lifetime"])
+        ).sort("baseline_ts")
+        out.append(
+            {
+                "instance": life["instance"],
+                "gpu_index": life["gpu_index"],
+                "lifetime": life["lifetime"],
+                "model_version": life["model_version"],
+                "kind": "leak" if life["is_leak"] else "cache growth",
+                "slope_bytes_per_hour": life["slope_bytes_per_hour"],
+                "r2": life["r2"],
+                "ts": rows["baseline_ts"].to_list(),
+                "baseline_bytes": rows["baseline_bytes"].to_list(),
+                "reserved_bytes": rows["last_reserved_bytes"].to_list(),
+            }
+        )
     return out
 
 

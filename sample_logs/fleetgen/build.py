@@ -74,13 +74,9 @@ def _instance(
     pids = assign_pids(plan.seed, idx, sim.lifetimes.starts_ms, windows, inst.name in job.hosts)
     messages = oom_messages(sim, model, pids, windows)
     if inst.log == "requests":
-        size = write_request_log(
-            opts.out / "requests" / f"{inst.name}.jsonl.gz", sim, versions, messages, level
-        )
+        size = write_request_log(opts.out / "requests" / f"{inst.name}.jsonl.gz", sim, versions, messages, level)
     else:
-        size = write_text_log(
-            opts.out / "textlogs" / f"{inst.name}.log.gz", sim, versions, messages, pids, level
-        )
+        size = write_text_log(opts.out / "textlogs" / f"{inst.name}.log.gz", sim, versions, messages, pids, level)
     rng = np.random.default_rng(np.random.SeedSequence([plan.seed, idx, 11]))
     size += write_smi(
         opts.out / "nvidia-smi", plan, sim, model, pids, job, windows, opts.smi_interval_s or 300, level, rng

@@ -20,13 +20,9 @@ BLOCK = 512  # every allocation is a multiple of 512 bytes
 # --- measured on the H200 (tests/data/h200/serve_mixed, PyTorch 2.11) -------------------------------
 H200_DEVICE_TOTAL = 150_109_880_320  # device_total of every request (139.80 GiB)
 H200_BASELINE_ALLOCATED = 379_620_352  # allocated_after of every request: weights + buffers, 0.354 GiB
-H200_BYTES_PER_TOKEN = (
-    58_004  # least-squares slope of peak - allocated_before against b x (in + out), ok rows
-)
+H200_BYTES_PER_TOKEN = 58_004  # least-squares slope of peak - allocated_before against b x (in + out), ok rows
 H200_OTHER_PROCESS = round(135.29 * GIB)  # "Process 1030 has 135.29 GiB memory in use"
-H200_NON_PYTORCH = round(
-    0.72 * GIB
-)  # "this process has" minus (allocated + reserved-unallocated): 0.69-0.74 GiB
+H200_NON_PYTORCH = round(0.72 * GIB)  # "this process has" minus (allocated + reserved-unallocated): 0.69-0.74 GiB
 H200_LARGEST_OK_TOKENS = 47_256  # b x (in + out) of the largest success (8 x (5891 + 16)); b x in = 47,128
 H200_SMALLEST_OOM_TOKENS = 54_016  # b x (in + out) of the smallest failure (8 x (6736 + 16)); b x in = 53,888
 H200_LARGEST_OK_PEAK_DELTA = 2_741_256_192  # its peak_allocated - allocated_before
@@ -45,9 +41,7 @@ class Architecture:
     @property
     def params(self) -> int:
         """Embedding + untied head + per layer attention (4 h^2) and gated MLP (3 h i)."""
-        return 2 * self.vocab * self.hidden + self.layers * (
-            4 * self.hidden**2 + 3 * self.hidden * self.intermediate
-        )
+        return 2 * self.vocab * self.hidden + self.layers * (4 * self.hidden**2 + 3 * self.hidden * self.intermediate)
 
     @property
     def kv_bytes_per_token(self) -> int:

@@ -140,9 +140,7 @@ class FleetPlan:
             if version.rollout_day is None or inst.name not in version.rollout:
                 continue
             step = version.rollout.index(inst.name)
-            out.append(
-                (self.start_ms + int(version.rollout_day * DAY_MS) + step * DEPLOY_STEP_MS, version.name)
-            )
+            out.append((self.start_ms + int(version.rollout_day * DAY_MS) + step * DEPLOY_STEP_MS, version.name))
         return out
 
 
@@ -173,8 +171,7 @@ def _decoys(weeks: int) -> tuple[Job, ...]:
     """Jobs that run but hold no GPU memory: they must not be reported."""
     everyone = tuple(i.name for i in INSTANCES)
     sweeps = tuple(
-        (START + timedelta(days=5 + 7 * w, hours=13), START + timedelta(days=5 + 7 * w, hours=16))
-        for w in range(weeks)
+        (START + timedelta(days=5 + 7 * w, hours=13), START + timedelta(days=5 + 7 * w, hours=16)) for w in range(weeks)
     )  # Saturdays 13:00-16:00
     scrub = START + timedelta(days=min(9, weeks * 7 - 1), hours=14)
     return (

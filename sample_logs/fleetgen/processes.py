@@ -19,9 +19,7 @@ class Pids:
     backup: dict[int, int]  # backup window index -> pid, on hosts the backup runs on
 
 
-def assign_pids(
-    seed: int, idx: int, life_starts: list[int], windows: list[tuple[int, int]], backup_host: bool
-) -> Pids:
+def assign_pids(seed: int, idx: int, life_starts: list[int], windows: list[tuple[int, int]], backup_host: bool) -> Pids:
     """Increasing pids in the order the processes started."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, idx, 7]))
     events = [(t, 0, i) for i, t in enumerate(life_starts)]

@@ -23,9 +23,7 @@ def cron_field(text: str, low: int, high: int) -> set[int]:
 
 def cron_starts(cron: str, start_ms: int, end_ms: int) -> list[int]:
     """Start times (ms) of a cron schedule within [start_ms, end_ms); day-of-week 0 = Sunday."""
-    minutes, hours, doms, months, dows = (
-        cron_field(f, *r) for f, r in zip(cron.split(), _RANGES, strict=True)
-    )
+    minutes, hours, doms, months, dows = (cron_field(f, *r) for f, r in zip(cron.split(), _RANGES, strict=True))
     day = datetime.fromtimestamp(start_ms // DAY_MS * DAY_MS / 1000, UTC)
     found = []
     while day.timestamp() * 1000 < end_ms:

@@ -118,9 +118,7 @@ def _causes(model: MemoryModel, sim: Simulated, need: np.ndarray) -> tuple[np.nd
     return cause, leak_too
 
 
-def _fragmentation(
-    sim: Simulated, requested: np.ndarray, model: MemoryModel, rng: np.random.Generator
-) -> None:
+def _fragmentation(sim: Simulated, requested: np.ndarray, model: MemoryModel, rng: np.random.Generator) -> None:
     """Once every segment holds a live block, a request larger than the largest free block (and than
     the little device memory left) fails although reserved-but-unallocated memory is far larger."""
     largest_free = np.exp(rng.normal(np.log(FRAG_LARGEST_FREE_MEDIAN), 0.35, len(sim.cause)))
@@ -184,9 +182,7 @@ def _oom_state(
     if frag.any():
         reserved[frag] = _frag_reserved(sim.inst, model)
         free[frag] = total - model.non_pytorch - reserved[frag]
-        inflight = (
-            (need[rows][frag] * rng.uniform(0.3, 0.9, int(frag.sum()))).astype(np.int64) // BLOCK * BLOCK
-        )
+        inflight = (need[rows][frag] * rng.uniform(0.3, 0.9, int(frag.sum()))).astype(np.int64) // BLOCK * BLOCK
         allocated[frag] = after[frag] + inflight
     assert (free < req).all() and (allocated <= reserved).all()
     sim.oom_requested, sim.oom_free, sim.oom_allocated, sim.oom_reserved = req, free, allocated, reserved

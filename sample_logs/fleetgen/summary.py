@@ -42,8 +42,7 @@ def instance_summary(sim: Simulated, plan: FleetPlan, versions: list[str], size:
         "bytes_written": size,
         "deploys": [{"ts": iso(t), "version": v} for t, v in plan.deploys(sim.inst)],
         "restarts": [
-            {"ts": iso(r.ts_ms), "reason": r.reason, "version": versions[r.version]}
-            for r in sim.lifetimes.restarts
+            {"ts": iso(r.ts_ms), "reason": r.reason, "version": versions[r.version]} for r in sim.lifetimes.restarts
         ],
         "leak_bytes_per_hour": _leak_rate(sim, plan),
         "backup_window": backup_in,

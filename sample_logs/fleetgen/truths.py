@@ -119,9 +119,7 @@ def _leak(plan: FleetPlan, summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "fix_deploys": deploys(fixed.name),
         "rollout_paused_before": [i.name for i in plan.instances if i.name not in leaking.rollout],
         "bytes_per_request": leak_per_request(plan),
-        "bytes_per_hour": {
-            s["name"]: s["leak_bytes_per_hour"] for s in summaries if s["leak_bytes_per_hour"]
-        },
+        "bytes_per_hour": {s["name"]: s["leak_bytes_per_hour"] for s in summaries if s["leak_bytes_per_hour"]},
         "watchdog": f"restart when allocated_after >= {WATCHDOG_FRACTION:.0%} of device_total "
         f"(down {WATCHDOG_DOWNTIME_MS // 1000} s)",
         "watchdog_restarts": {

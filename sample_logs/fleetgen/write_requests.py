@@ -47,9 +47,7 @@ def request_frame(sim: Simulated, versions: list[str], messages: list[str]) -> p
             "peak": sim.peak,
             "extra": pl.Series(extra, dtype=pl.String),
         }
-    ).with_columns(
-        version=pl.col("version").replace_strict(dict(enumerate(versions)), return_dtype=pl.String)
-    )
+    ).with_columns(version=pl.col("version").replace_strict(dict(enumerate(versions)), return_dtype=pl.String))
 
 
 def _lines(frame: pl.DataFrame, instance: str, device_total: int) -> pl.Series:
@@ -93,9 +91,7 @@ def _lines(frame: pl.DataFrame, instance: str, device_total: int) -> pl.Series:
     return frame.select(pl.concat_str(parts).alias("line"))["line"]
 
 
-def write_request_log(
-    path: Path, sim: Simulated, versions: list[str], messages: list[str], level: int
-) -> int:
+def write_request_log(path: Path, sim: Simulated, versions: list[str], messages: list[str], level: int) -> int:
     """Write the instance's request log; returns its size in bytes."""
     frame = request_frame(sim, versions, messages)
 

@@ -79,9 +79,7 @@ def write_smi(
             ).astype(np.int64),  # centiwatts
         }
     )
-    size = write_gzip(
-        folder / f"{inst.name}.gpu.csv.gz", [_gpu_csv(gpu, card.smi_name, card.smi_total_mib)], level
-    )
+    size = write_gzip(folder / f"{inst.name}.gpu.csv.gz", [_gpu_csv(gpu, card.smi_name, card.smi_total_mib)], level)
     apps = _apps_frame(t, service, life, win, pids, backup)
     return size + write_gzip(folder / f"{inst.name}.apps.csv.gz", [_apps_csv(apps)], level)
 

@@ -23,14 +23,11 @@ TRACEBACK = (
     "    output = self.engine.generate(batch)",
     '  File "/srv/app/engine.py", line 97, in generate',
     "    return self.model.generate(**inputs, max_new_tokens=max_new, do_sample=True)",
-    '  File "/srv/venv/lib/python3.11/site-packages/torch/utils/_contextlib.py", line 116, '
-    "in decorate_context",
+    '  File "/srv/venv/lib/python3.11/site-packages/torch/utils/_contextlib.py", line 116, in decorate_context',
     "    return func(*args, **kwargs)",
-    '  File "/srv/venv/lib/python3.11/site-packages/transformers/generation/utils.py", line 2564, '
-    "in generate",
+    '  File "/srv/venv/lib/python3.11/site-packages/transformers/generation/utils.py", line 2564, in generate',
     "    result = self._sample(",
-    '  File "/srv/venv/lib/python3.11/site-packages/transformers/models/llama/modeling_llama.py", line 151, '
-    "in forward",
+    '  File "/srv/venv/lib/python3.11/site-packages/transformers/models/llama/modeling_llama.py", line 151, in forward',
     "    down_proj = self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))",
 )
 
@@ -129,9 +126,7 @@ def _hourly(sim: Simulated) -> list[tuple[int, int, str]]:
     return out
 
 
-def write_text_log(
-    path: Path, sim: Simulated, versions: list[str], messages: list[str], pids: Pids, level: int
-) -> int:
+def write_text_log(path: Path, sim: Simulated, versions: list[str], messages: list[str], pids: Pids, level: int) -> int:
     """Write the instance's service log, time-ordered; returns its size in bytes."""
     extra = _oom_blocks(sim, messages) + _lifecycle(sim, versions, pids) + _hourly(sim)
     others = pl.DataFrame(extra, schema={"ts": pl.Int64, "order": pl.Int32, "text": pl.String}, orient="row")
