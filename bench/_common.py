@@ -41,7 +41,7 @@ def measure(argv: list[str], env: dict[str, str] | None = None) -> Run:
 def oomlab_argv(*args: str) -> list[str]:
     """The installed `oomlab` command, or the module run by this interpreter."""
     exe = shutil.which("oomlab") or str(Path(sys.executable).parent / "oomlab")
-    return [exe, *args] if Path(exe).exists() else [sys.executable, "-m", "oomlab.cli", *args]
+    return [exe, *args] if Path(exe).exists() else [sys.executable, "-m", "oomlab.cli.main", *args]
 
 
 def python_argv(code: str) -> list[str]:

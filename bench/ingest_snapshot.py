@@ -30,14 +30,14 @@ DEFAULT_SNAPSHOT = "/work/shared/fixtures/h200/big_trace/snapshot_end.pickle.xz"
 CHILDREN = {
     "pickle.load": "import pickle, sys\nwith open(sys.argv[1], 'rb') as f: pickle.load(f)",
     "pickle.load (gc off)": ("import gc, pickle, sys\ngc.disable()\nwith open(sys.argv[1], 'rb') as f: pickle.load(f)"),
-    "read_snapshot": ("import sys\nfrom oomlab.parse.snapshot import read_snapshot\nread_snapshot(sys.argv[1])"),
+    "read_snapshot": ("import sys\nfrom oomlab.parse.snapshot.read import read_snapshot\nread_snapshot(sys.argv[1])"),
     "inspect_snapshot": (
-        "import sys\nfrom oomlab.analyses.snapshot_inspect import inspect_snapshot\ninspect_snapshot(sys.argv[1])"
+        "import sys\nfrom oomlab.analyses.snapshot.inspect import inspect_snapshot\ninspect_snapshot(sys.argv[1])"
     ),
 }
 SCALE_CHILD = """
 import os, pickle, sys
-from oomlab.parse.safe_pickle import load_plain_pickle
+from oomlab.parse.snapshot.safe_pickle import load_plain_pickle
 source, derived, target = sys.argv[1], sys.argv[2], float(sys.argv[3]) * 1e9
 snapshot = load_plain_pickle(source)
 originals = [list(trace) for trace in snapshot['device_traces']]

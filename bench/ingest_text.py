@@ -138,7 +138,7 @@ def cli_works(log: Path, workdir: Path) -> bool:
 
 
 _SCAN = (
-    "import sys, time; t0 = time.perf_counter(); from oomlab.parse.textlog import scan_text_log;"
+    "import sys, time; t0 = time.perf_counter(); from oomlab.parse.text.textlog import scan_text_log;"
     "from oomlab.records import TextOom; t1 = time.perf_counter(); rows = list(scan_text_log(sys.argv[1]));"
     "print(sum(isinstance(r, TextOom) for r in rows), len(rows), t1 - t0, time.perf_counter() - t1)"
 )

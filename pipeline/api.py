@@ -9,17 +9,17 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from .analyses.findings import Finding
 from .config import IngestOptions
 from .errors import DatabaseError
-from .ingest import IngestReport, Progress, ingest_paths
-from .ingest_ahead import Ahead
-from .load import connect
+from .findings.finding import Finding
+from .ingest.ahead import Ahead
+from .ingest.run import IngestReport, Progress, ingest_paths
+from .load.tables import connect
 from .report.document import Report
 
 if TYPE_CHECKING:
-    from .analyses.alert_rules import DeviceTuning
     from .analyses.estimate import MeasuredPeak, ModelShape
+    from .analyses.fleet.alert_rules import DeviceTuning
 
 
 def ingest(
@@ -56,7 +56,7 @@ def query(db_path: str | Path, sql: str, params: list[object] | None = None) -> 
 
 def findings(db_path: str | Path, since: datetime | None = None, until: datetime | None = None) -> list[Finding]:
     """Every analysis's findings over [since, until], most important first."""
-    from .analyses.all_findings import collect_findings
+    from .findings.collect import collect_findings
 
     with connect(db_path, read_only=True) as con:
         return collect_findings(con, since, until)
@@ -143,7 +143,7 @@ def measured_peaks(db_path: str | Path, model_version: str | None, shape: ModelS
 
 def alert_tunings(db_path: str | Path) -> list[DeviceTuning]:
     """`oomlab alerts export --db`: each device's alert levels, tuned from its steady level."""
-    from .analyses.alert_rules import device_tunings
+    from .analyses.fleet.alert_rules import device_tunings
 
     with connect(db_path, read_only=True) as con:
         return device_tunings(con)

@@ -11,7 +11,7 @@ import duckdb
 import pytest
 from click.testing import CliRunner, Result
 
-from oomlab.cli import cli
+from oomlab.cli.main import cli
 
 DATA = Path(__file__).parent / "data"
 H200 = DATA / "h200"

@@ -8,9 +8,9 @@ from typing import Any
 
 import duckdb
 
-from oomlab.load_snapshot import inspect_connection
-from oomlab.parse.safe_pickle import load_plain_pickle
-from oomlab.parse.snapshot import SnapshotData, read_snapshot
+from oomlab.load.snapshot import inspect_connection
+from oomlab.parse.snapshot.read import SnapshotData, read_snapshot
+from oomlab.parse.snapshot.safe_pickle import load_plain_pickle
 
 DATA = Path(__file__).parent / "data" / "h200"
 GIB = 1 << 30

@@ -14,15 +14,9 @@ import duckdb
 import polars as pl
 import pytest
 
-from oomlab.analyses.aggregates import (
-    DIMENSIONS,
-    oom_rates,
-    periods,
-    rates_week_over_week,
-    week_over_week,
-)
+from oomlab.analyses.fleet.aggregates import DIMENSIONS, oom_rates, periods, rates_week_over_week, week_over_week
 from oomlab.errors import DatabaseError
-from oomlab.sql import apply_schema
+from oomlab.load.sql import apply_schema
 
 from conftest import FLEET, H200, read_jsonl_gz
 

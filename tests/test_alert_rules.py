@@ -8,8 +8,8 @@ import re
 import pytest
 import yaml
 
-from oomlab.analyses import alert_rules as lib
-from oomlab.analyses.water_levels import ALERT_LEVELS, water_levels
+from oomlab.analyses.fleet import alert_rules as lib
+from oomlab.analyses.fleet.water_levels import ALERT_LEVELS, water_levels
 
 FUNCTIONS = {"deriv", "predict_linear"}
 KEYWORDS = {"and", "or", "unless", "on", "offset"}

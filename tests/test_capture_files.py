@@ -16,7 +16,7 @@ import pytest
 from oomlab import api
 from oomlab.capture import Capture, FakeMemory, FakeOutOfMemoryError, SnapshotPolicy
 from oomlab.config import IngestOptions
-from oomlab.parse.safe_pickle import load_plain_pickle
+from oomlab.parse.snapshot.safe_pickle import load_plain_pickle
 
 from conftest import H200
 

@@ -13,9 +13,9 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from oomlab.analyses import classify
-from oomlab.analyses.classify_rules import CAUSES, OomFacts, decide
-from oomlab.cli import cli
+from oomlab.analyses.fleet import classify
+from oomlab.analyses.fleet.classify_rules import CAUSES, OomFacts, decide
+from oomlab.cli.main import cli
 
 from conftest import FLEET, H200
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import oomlab
-from oomlab.cli import cli
+from oomlab.cli.main import cli
 
 from conftest import H200
 

@@ -13,8 +13,8 @@ import statistics
 import pytest
 
 from oomlab.analyses import estimate as lib
-from oomlab.analyses.sizing import CARDS, DEFAULT_CONTEXT_BYTES
-from oomlab.cli_estimate import DTYPES, KV_DTYPES
+from oomlab.analyses.fleet.sizing import CARDS, DEFAULT_CONTEXT_BYTES
+from oomlab.cli.estimate import DTYPES, KV_DTYPES
 from oomlab.errors import InputError
 
 from conftest import DATA, H200, read_jsonl_gz

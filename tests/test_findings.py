@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from oomlab.analyses.all_findings import merge_related
-from oomlab.analyses.findings import KINDS, Finding, rank
+from oomlab.findings.collect import merge_related
+from oomlab.findings.finding import KINDS, Finding, rank
 
 from conftest import FLEET
 
@@ -18,7 +18,7 @@ TRUTHS = json.loads((FLEET / "truths.json").read_text())
 def document(fleet_db):
     from click.testing import CliRunner
 
-    from oomlab.cli import cli
+    from oomlab.cli.main import cli
 
     result = CliRunner().invoke(cli, ["findings", "--db", str(fleet_db), "--json", "-"])
     assert result.exit_code == 0, result.output

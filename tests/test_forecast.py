@@ -10,8 +10,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from oomlab.analyses import forecast
-from oomlab.analyses.forecast import fit_trend, hour_profile
+from oomlab.analyses.fleet import forecast
+from oomlab.analyses.fleet.forecast import fit_trend, hour_profile
 
 from conftest import FLEET
 

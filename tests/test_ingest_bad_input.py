@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
-import oomlab.ingest as ingest_module
-import oomlab.ingest_structured as structured_module
+import oomlab.ingest.requests as structured_module
+import oomlab.ingest.run as ingest_module
 
 from conftest import H200
 

@@ -9,7 +9,7 @@ from concurrent.futures import Future
 from oomlab import api
 from oomlab.config import IngestOptions
 from oomlab.fields import FIELDS
-from oomlab.ingest_ahead import Ahead, start_first
+from oomlab.ingest.ahead import Ahead, start_first
 from oomlab.parse.facts import FileFacts, file_facts, sha256_of
 
 from conftest import H200

@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oomlab.config import IngestOptions
-from oomlab.ingest import FAILED, INGESTED, SKIPPED, ingest_paths
-from oomlab.load import connect
+from oomlab.ingest.run import FAILED, INGESTED, SKIPPED, ingest_paths
+from oomlab.load.tables import connect
 
 GOOD = json.dumps({"ts": "2026-11-30T01:00:00Z", "batch_size": 1, "input_sequence_length": 8}).encode()
 _settings = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -12,11 +12,11 @@ import pytest
 import zstandard
 
 from oomlab.config import IngestOptions
-from oomlab.ingest import ReadPosition, _polling, ingest_file
-from oomlab.load import connect
-from oomlab.parse.ripgrep import RIPGREP_ENV
-from oomlab.parse.textlog import scan_text_log
-from oomlab.parse.textscan import Window
+from oomlab.ingest.run import ReadPosition, _polling, ingest_file
+from oomlab.load.tables import connect
+from oomlab.parse.text.ripgrep import RIPGREP_ENV
+from oomlab.parse.text.textlog import scan_text_log
+from oomlab.parse.text.textscan import Window
 
 from conftest import H200
 

@@ -11,10 +11,10 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from oomlab.analyses import jobs
-from oomlab.analyses.findings import Finding
-from oomlab.analyses.rate_tests import holm, pooled_rate_ratio, rate_ratio, rate_ratio_p
-from oomlab.sql import apply_schema
+from oomlab.analyses.fleet import jobs
+from oomlab.analyses.fleet.rate_tests import holm, pooled_rate_ratio, rate_ratio, rate_ratio_p
+from oomlab.findings.finding import Finding
+from oomlab.load.sql import apply_schema
 
 from conftest import FLEET
 

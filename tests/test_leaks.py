@@ -10,8 +10,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from oomlab.analyses import leaks
-from oomlab.analyses.findings import Finding
+from oomlab.analyses.fleet import leaks
+from oomlab.findings.finding import Finding
 
 from conftest import FLEET
 

@@ -14,8 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oomlab.errors import OomlabError, ParseError
-from oomlab.parse import oom_clean, oom_patterns, oom_signatures
-from oomlab.parse.oom_message import OOM_MARKERS, parse_oom_message
+from oomlab.parse.oom import clean as oom_clean
+from oomlab.parse.oom import patterns as oom_patterns
+from oomlab.parse.oom import signatures as oom_signatures
+from oomlab.parse.oom.message import OOM_MARKERS, parse_oom_message
 from oomlab.records import OomMessage
 
 TESTS = Path(__file__).parent

@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 from test_jobs import DAYS, SPIKE, tiny_fleet
 
-from oomlab.analyses import periodicity
-from oomlab.analyses.aggregates import oom_rates
+from oomlab.analyses.fleet import periodicity
+from oomlab.analyses.fleet.aggregates import oom_rates
 
 from conftest import FLEET
 

@@ -9,8 +9,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from oomlab.analyses import prompt_risk, prompt_threshold
-from oomlab.analyses.prompt_threshold import best_cut, round_down
+from oomlab.analyses.fleet import prompt_risk, prompt_threshold
+from oomlab.analyses.fleet.prompt_threshold import best_cut, round_down
 
 from conftest import FLEET, H200, read_jsonl_gz
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from oomlab.errors import InputError
-from oomlab.parse import textscan
-from oomlab.parse.oom_message import OOM_MARKERS
-from oomlab.parse.ripgrep import RIPGREP_ENV, RipgrepSearch, ripgrep_binary
-from oomlab.parse.textlog import scan_text_log
+from oomlab.parse.oom.message import OOM_MARKERS
+from oomlab.parse.text import textscan
+from oomlab.parse.text.ripgrep import RIPGREP_ENV, RipgrepSearch, ripgrep_binary
+from oomlab.parse.text.textlog import scan_text_log
 from oomlab.records import TextOom
 
 H200_MESSAGES = Path(__file__).parent / "data" / "h200" / "serve_mixed" / "oom_messages.txt.gz"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from oomlab.errors import InputError, UnsafePickleError
-from oomlab.parse.safe_pickle import load_plain_pickle, loads_plain_pickle
-from oomlab.parse.snapshot import read_snapshot
+from oomlab.parse.snapshot.read import read_snapshot
+from oomlab.parse.snapshot.safe_pickle import load_plain_pickle, loads_plain_pickle
 
 from snapshot_cases import DATA, SNAPSHOTS, snapshot_path
 

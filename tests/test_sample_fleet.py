@@ -17,9 +17,9 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from oomlab.cli import cli
-from oomlab.parse.oom_message import parse_oom_message
-from oomlab.parse.textlog import scan_text_log
+from oomlab.cli.main import cli
+from oomlab.parse.oom.message import parse_oom_message
+from oomlab.parse.text.textlog import scan_text_log
 from oomlab.records import TextOom
 
 ROOT = Path(__file__).resolve().parent.parent

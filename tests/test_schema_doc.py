@@ -7,7 +7,7 @@ from pathlib import Path
 
 import duckdb
 
-from oomlab.load import connect
+from oomlab.load.tables import connect
 
 DOC = Path(__file__).parent.parent / "docs" / "schema.md"
 

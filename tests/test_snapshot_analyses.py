@@ -9,11 +9,11 @@ from datetime import datetime
 import polars as pl
 import pytest
 
-from oomlab.analyses.snapshot_leaks import leak_suspects, site_growth
-from oomlab.analyses.snapshot_ooms import oom_moments
-from oomlab.analyses.snapshot_sites import allocation_sites, site_stacks
-from oomlab.analyses.snapshot_state import pool_states, snapshot_state, would_fit
-from oomlab.analyses.snapshot_timeline import downsample, replay, timeline
+from oomlab.analyses.snapshot.leaks import leak_suspects, site_growth
+from oomlab.analyses.snapshot.ooms import oom_moments
+from oomlab.analyses.snapshot.sites import allocation_sites, site_stacks
+from oomlab.analyses.snapshot.state import pool_states, snapshot_state, would_fit
+from oomlab.analyses.snapshot.timeline import downsample, replay, timeline
 
 from snapshot_cases import DATA, GIB, case_db
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import duckdb
 
-from oomlab.analyses.snapshot_inspect import diff_snapshots, inspect_database, inspect_snapshot
-from oomlab.load_snapshot import SnapshotLabels, insert_snapshot
-from oomlab.sql import apply_schema
+from oomlab.analyses.snapshot.inspect import diff_snapshots, inspect_database, inspect_snapshot
+from oomlab.load.snapshot import SnapshotLabels, insert_snapshot
+from oomlab.load.sql import apply_schema
 
 from snapshot_cases import GIB, read_case, snapshot_path
 

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow.compute as pc
 import pytest
 
-from oomlab.parse.snapshot import SnapshotData, read_snapshot
+from oomlab.parse.snapshot.read import SnapshotData, read_snapshot
 
 from snapshot_cases import raw_case, read_case
 

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 import pytest
 
 from oomlab.parse.compression import read_head
-from oomlab.parse.snapshot import read_snapshot, sniff_snapshot
+from oomlab.parse.snapshot.read import read_snapshot, sniff_snapshot
 
 from snapshot_cases import DATA, SNAPSHOTS, read_case, snapshot_path
 

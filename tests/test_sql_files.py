@@ -8,9 +8,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from oomlab import sql
 from oomlab.errors import DatabaseError
-from oomlab.load import connect
+from oomlab.load import sql
+from oomlab.load.tables import connect
 
 
 def test_each_object_comes_after_those_its_sql_names() -> None:

@@ -10,8 +10,8 @@ from datetime import datetime
 import polars as pl
 import pytest
 
-from oomlab.analyses import classify, water_levels
-from oomlab.load import connect
+from oomlab.analyses.fleet import classify, water_levels
+from oomlab.load.tables import connect
 
 from conftest import FLEET, H200
 

@@ -16,7 +16,7 @@ import os
 from datetime import UTC, datetime
 
 from oomlab.parse.detect import detect_kind
-from oomlab.parse.telemetry_prom import parse_sample
+from oomlab.parse.telemetry.prom import parse_sample
 
 MIB = 1 << 20
 LABELS0 = (

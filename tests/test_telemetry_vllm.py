@@ -18,9 +18,9 @@ from datetime import datetime
 
 import pytest
 
-from oomlab.parse.logline import LineClock
-from oomlab.parse.telemetry_vllm import StartupMerger, StartupScanner, read_line
-from oomlab.parse.textlog import scan_text_log
+from oomlab.parse.telemetry.vllm import StartupMerger, StartupScanner, read_line
+from oomlab.parse.text.logline import LineClock
+from oomlab.parse.text.textlog import scan_text_log
 
 GIB = 1 << 30
 

@@ -18,10 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oomlab.errors import InputError
-from oomlab.parse import compression, textscan, textsearch
-from oomlab.parse.oom_message import OOM_MARKERS, parse_oom_message
-from oomlab.parse.ripgrep import RIPGREP_ENV
-from oomlab.parse.textlog import REJECT_REASON, scan_text_log
+from oomlab.parse import compression
+from oomlab.parse.oom.message import OOM_MARKERS, parse_oom_message
+from oomlab.parse.text import textscan, textsearch
+from oomlab.parse.text.ripgrep import RIPGREP_ENV
+from oomlab.parse.text.textlog import REJECT_REASON, scan_text_log
 from oomlab.records import OomMessage, Reject, TextOom
 
 H200 = Path(__file__).parent / "data" / "h200"

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from test_telemetry_vllm import OOM, V0, V1
 
-from oomlab.parse import textscan, textsearch
-from oomlab.parse.logline import LineClock
-from oomlab.parse.oom_message import OOM_MARKERS
-from oomlab.parse.ripgrep import RIPGREP_ENV
-from oomlab.parse.telemetry_vllm import FINDER, MARKERS, StartupScanner
-from oomlab.parse.textlog import scan_text_log
+from oomlab.parse.oom.message import OOM_MARKERS
+from oomlab.parse.telemetry.vllm import FINDER, MARKERS, StartupScanner
+from oomlab.parse.text import textscan, textsearch
+from oomlab.parse.text.logline import LineClock
+from oomlab.parse.text.ripgrep import RIPGREP_ENV
+from oomlab.parse.text.textlog import scan_text_log
 
 
 def _log(seed: int = 7) -> tuple[str, list[int], list[int]]:

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import polars as pl
 import pytest
 
-from oomlab.analyses import sizing, water_levels
-from oomlab.analyses.sizing import CARDS, card_name, smallest_card
+from oomlab.analyses.fleet import sizing, water_levels
+from oomlab.analyses.fleet.sizing import CARDS, card_name, smallest_card
 
 from conftest import FLEET, H200, read_jsonl_gz
 

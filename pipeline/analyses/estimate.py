@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..errors import InputError, OomlabError
-from ..load import fetch_dicts
-from .sizing import CARDS, DEFAULT_CONTEXT_BYTES, SAFETY, Card, card_name, context_bytes, smallest_card
+from ..load.tables import fetch_dicts
+from .fleet.sizing import CARDS, DEFAULT_CONTEXT_BYTES, SAFETY, Card, card_name, context_bytes, smallest_card
 
 if TYPE_CHECKING:
     import duckdb

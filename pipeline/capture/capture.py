@@ -357,7 +357,7 @@ def _caller_fields(fields: Callable[..., Mapping[str, object]]) -> Callable[[tup
 
 def _message_numbers(message: str) -> tuple[int | None, int | None, int | None, int | None]:
     """(requested, free, allocated, reserved) as the OOM message states them; Nones where it does not."""
-    from ..parse.oom_message import parse_oom_message  # on the first OOM only: the parsers take 60 ms to load
+    from ..parse.oom.message import parse_oom_message  # on the first OOM only: the parsers take 60 ms to load
 
     try:
         parsed = parse_oom_message(message)

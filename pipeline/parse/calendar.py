@@ -15,8 +15,8 @@ from cronsim import CronSim, CronSimError
 
 from ..errors import InputError
 from ..records import Reject
+from ..units import parse_timestamp
 from .compression import open_binary
-from .units import parse_timestamp
 
 OCCURRENCE_COLUMNS = frozenset({"name", "start", "end"})
 RECURRING_COLUMNS = frozenset({"name", "cron", "duration_minutes"})

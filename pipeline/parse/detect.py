@@ -11,9 +11,9 @@ from ..errors import EmptyInputError, InputError
 from ..fields import FIELDS, Field, looks_like_request_log
 from .calendar import is_calendar
 from .compression import read_head
-from .snapshot_sniff import sniff_snapshot
-from .telemetry_nvsmi import NVSMI_APPS, NVSMI_GPU, nvsmi_kind
-from .telemetry_prom import looks_like_prometheus
+from .snapshot.sniff import sniff_snapshot
+from .telemetry.nvsmi import NVSMI_APPS, NVSMI_GPU, nvsmi_kind
+from .telemetry.prom import looks_like_prometheus
 
 # Kinds a source can have; `sources.kind` stores these names.
 JSONL, JSON_ARRAY, CSV, PARQUET, SNAPSHOT, TEXT = "jsonl", "json", "csv", "parquet", "snapshot", "text"

@@ -10,7 +10,7 @@ from typing import Any
 
 import duckdb
 
-from ..analyses.findings import Finding
+from ..findings.finding import Finding
 from .snapshots import leak_site
 
 

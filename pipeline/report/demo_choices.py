@@ -9,8 +9,8 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from ..analyses.classify import classify_ooms
-from ..sql import sql_text
+from ..analyses.fleet.classify import classify_ooms
+from ..load.sql import sql_text
 
 # The per-OOM causes that bear out each kind of finding.
 CAUSES_OF: dict[str, tuple[str, ...]] = {

@@ -11,9 +11,9 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from ..analyses.classify import SNAPSHOT_MATCH, classify_ooms
+from ..analyses.fleet.classify import SNAPSHOT_MATCH, classify_ooms
 from ..errors import OomlabError
-from ..sql import sql_text
+from ..load.sql import sql_text
 from .downsample import downsample
 from .formatting import file_name
 from .incident_snapshot import snapshot_view

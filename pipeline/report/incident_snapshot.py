@@ -9,10 +9,10 @@ from typing import Any
 
 import duckdb
 
-from ..analyses.snapshot_leaks import leak_suspects
-from ..analyses.snapshot_ooms import oom_moments
-from ..analyses.snapshot_state import snapshot_state, would_fit
-from ..analyses.snapshot_timeline import timeline
+from ..analyses.snapshot.leaks import leak_suspects
+from ..analyses.snapshot.ooms import oom_moments
+from ..analyses.snapshot.state import snapshot_state, would_fit
+from ..analyses.snapshot.timeline import timeline
 from .snapshots import snapshots_in_window, top_sites
 
 SUSPECTS = 5

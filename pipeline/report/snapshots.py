@@ -7,8 +7,8 @@ from typing import Any
 
 import duckdb
 
-from ..analyses.snapshot_leaks import leak_suspects
-from ..sql import sql_text
+from ..analyses.snapshot.leaks import leak_suspects
+from ..load.sql import sql_text
 from .formatting import file_name
 
 TOP_SITES = 10

@@ -13,12 +13,12 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from ..analyses import aggregates, forecast, jobs, leaks
-from ..analyses.all_findings import collect_findings
-from ..analyses.findings import Finding
-from ..analyses.shared_results import shared_results
+from ..analyses.fleet import aggregates, forecast, jobs, leaks
+from ..analyses.shared import shared_results
 from ..errors import OomlabError
-from ..sql import sql_text
+from ..findings.collect import collect_findings
+from ..findings.finding import Finding
+from ..load.sql import sql_text
 from .actions import finding_entries
 from .downsample import downsample
 from .snapshots import snapshots_in_window, top_sites

@@ -1,0 +1,328 @@
+"""OOM classification: every `oom_events` row gets a cause, the evidence that decided it, and a confidence.
+
+Facts come from the message (`fct_oom_context`), the failing request and its process lifetime (leaks.py),
+what the card has been seen to serve (oom_limits.py), the processes nvidia-smi listed on the device
+(`fct_oom_neighbours_seen`, when the message names none) and, when one recorded the same failure, a snapshot
+(snapshot_ooms.py). The rules themselves are in classify_rules.py.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import cast
+
+import duckdb
+import polars as pl
+
+from ...findings.causes import cause_findings
+from ...findings.finding import Finding
+from ...load.sql import sql_text
+from ..shared import shared
+from ..snapshot.ooms import oom_moments
+from . import leaks
+from .classify_rules import OomFacts, Verdict, decide
+from .oom_limits import instance_limits, token_cost
+
+# A snapshot's `oom` entry and a log's message about the same failure are stamped by different clocks.
+SNAPSHOT_MATCH = timedelta(seconds=2)
+# A message logged this long after an instance's last request belongs to no lifetime we saw.
+LIFETIME_SLACK = timedelta(hours=6)
+# Rules too weak to stand against a snapshot that shows the allocator's actual layout.
+_WEAK_RULES = frozenset({"slack_fragmentation", "transient", "message_capacity", "none", "no_numbers"})
+
+RESULT_SCHEMA: dict[str, pl.DataType] = {
+    "event_id": pl.Int64(),
+    "ts": pl.Datetime("us"),
+    "instance": pl.Utf8(),
+    "gpu_index": pl.Int32(),
+    "model_version": pl.Utf8(),
+    "origin": pl.Utf8(),
+    "cause": pl.Utf8(),
+    "confidence": pl.Float64(),
+    "evidence": pl.Utf8(),
+    "contributing": pl.List(pl.Utf8()),
+    "rule": pl.Utf8(),
+    "requested_bytes": pl.Int64(),
+    "free_bytes": pl.Int64(),
+    "reserved_unallocated_bytes": pl.Int64(),
+    "process_in_use_bytes": pl.Int64(),
+    "other_bytes": pl.Int64(),
+    "other_pids": pl.List(pl.Int64()),
+    "cap_bytes": pl.Int64(),
+    "tokens": pl.Int64(),
+    "baseline_bytes": pl.Int64(),
+    "healthy_baseline_bytes": pl.Int64(),
+    "need_bytes": pl.Int64(),
+    "healthy_need_bytes": pl.Int64(),
+    "card": pl.Utf8(),
+    "card_limit_bytes": pl.Int64(),
+    "lifetime": pl.Int64(),
+    "duplicate_of": pl.Int64(),
+    "neighbours_seen_by": pl.Utf8(),
+}
+
+
+@shared(ignore=("lives",))
+def classify_ooms(
+    con: duckdb.DuckDBPyConnection,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    lives: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """One row per OOM event in [since, until): cause, confidence, evidence and the numbers behind them.
+
+    `lives` is `leaks.lifetimes(con, None, until)` when the caller has it already: the lifetimes give each
+    OOM its starting baseline, so they are read from before `since` too. `duplicate_of` names the log event
+    a snapshot's OOM repeats (count one of them).
+    """
+    events = con.sql(sql_text("q_oom_context"), params={"since": since, "until": until}).pl()
+    if events.is_empty():
+        return pl.DataFrame(schema=RESULT_SCHEMA)
+    lives = leaks.lifetimes(con, None, until) if lives is None else lives
+    events = _with_needs(_with_lifetimes(_with_limits(con, _with_telemetry(con, events)), lives))
+    events = _link_snapshots(events)
+    snapshots = _snapshot_verdicts(con, events)
+    verdicts = [_verdict(row, snapshots) for row in events.iter_rows(named=True)]
+    return _result(events, verdicts)
+
+
+def findings(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> list[Finding]:
+    """Fragmentation, external-pressure and capacity findings over [since, until)."""
+    return cause_findings(con, classify_ooms(con, since, until))
+
+
+def _with_limits(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.DataFrame:
+    """Attach the card's demonstrated limit and the model's bytes per token."""
+    limits = instance_limits(con).select("instance", "gpu_index", "card", "card_limit_bytes")
+    cost = token_cost(con).select("model_version", "bytes_per_token", "fixed_bytes")
+    return events.join(limits, on=["instance", "gpu_index"], how="left").join(cost, on="model_version", how="left")
+
+
+def _with_telemetry(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.DataFrame:
+    """Neighbours nvidia-smi listed on the device where the message names none (a containerised PyTorch
+    cannot see other containers' processes, older formats never name them); `neighbours_seen_by` says which."""
+    seen = (
+        con.table("fct_oom_neighbours_seen")
+        .pl()
+        .select(
+            "event_id",
+            "seen_at",
+            pl.col("own_bytes").alias("seen_own_bytes"),
+            pl.col("other_bytes").alias("seen_other_bytes"),
+            pl.col("other_pids").alias("seen_other_pids"),
+            pl.col("other_names").alias("seen_other_names"),
+        )
+    )
+    joined = events.join(
+        seen.with_columns(pl.col("event_id").cast(events.schema["event_id"])), on="event_id", how="left"
+    )
+    named = pl.col("other_bytes").fill_null(0) > 0
+    use = ~named & (pl.col("seen_other_bytes").fill_null(0) > 0)
+    by = pl.when(named).then(pl.lit("message")).when(use).then(pl.lit("nvidia-smi")).otherwise(pl.lit(None, pl.Utf8))
+    seen_by = pl.col("neighbours_seen_by") == "nvidia-smi"
+    return joined.with_columns(by.alias("neighbours_seen_by")).with_columns(
+        pl.when(seen_by).then(pl.col("seen_other_bytes")).otherwise(pl.col("other_bytes")).alias("other_bytes"),
+        pl.when(seen_by).then(pl.col("seen_other_pids")).otherwise(pl.col("other_pids")).alias("other_pids"),
+        pl.when(seen_by)
+        .then(pl.coalesce("process_in_use_bytes", "seen_own_bytes"))
+        .otherwise(pl.col("process_in_use_bytes"))
+        .alias("process_in_use_bytes"),
+        pl.when(seen_by).then(pl.col("seen_at")).otherwise(None).alias("seen_at"),
+        pl.when(seen_by).then(pl.col("seen_other_names")).otherwise(None).alias("seen_other_names"),
+    )
+
+
+def _with_lifetimes(events: pl.DataFrame, lives: pl.DataFrame) -> pl.DataFrame:
+    """The process lifetime each event happened in: the latest one started at or before it."""
+    keep = lives.select(
+        "instance",
+        "gpu_index",
+        "lifetime",
+        pl.col("start").alias("lifetime_start"),
+        pl.col("end").alias("lifetime_end"),
+        "baseline_start_bytes",
+        "slope_bytes_per_hour",
+        "is_leak",
+        "is_preallocated_pool",
+    ).sort("lifetime_start")
+    joined = events.sort("ts").join_asof(
+        keep, left_on="ts", right_on="lifetime_start", by=["instance", "gpu_index"], check_sortedness=False
+    )
+    late = pl.col("ts") > pl.col("lifetime_end") + LIFETIME_SLACK
+    cols = ["lifetime", "baseline_start_bytes", "slope_bytes_per_hour", "is_leak", "is_preallocated_pool"]
+    return joined.with_columns(pl.when(late).then(None).otherwise(pl.col(c)).alias(c) for c in cols)
+
+
+def _with_needs(events: pl.DataFrame) -> pl.DataFrame:
+    """Baseline at the failure and the request's estimated peak need on it and on the healthy baseline."""
+    hours = (pl.col("ts") - pl.col("lifetime_start")).dt.total_seconds() / 3600
+    # a message without its request row: the lifetime's fitted baseline at that moment
+    fitted = pl.col("baseline_start_bytes") + pl.when(pl.col("is_leak")).then(
+        pl.col("slope_bytes_per_hour") * hours
+    ).otherwise(0)
+    baseline = pl.coalesce(pl.col("allocated_before"), fitted.cast(pl.Int64))
+    per_request = pl.col("fixed_bytes") + pl.col("bytes_per_token") * pl.col("tokens")
+    return (
+        events.with_columns(baseline.alias("baseline_bytes"))
+        .with_columns(
+            pl.coalesce("baseline_start_bytes", "baseline_bytes").alias("healthy_baseline_bytes"),
+        )
+        .with_columns(
+            (pl.col("baseline_bytes") + per_request).cast(pl.Int64).alias("need_bytes"),
+            (pl.col("healthy_baseline_bytes") + per_request).cast(pl.Int64).alias("healthy_need_bytes"),
+        )
+    )
+
+
+def _link_snapshots(events: pl.DataFrame) -> pl.DataFrame:
+    """For each snapshot OOM, the log event on the same instance within SNAPSHOT_MATCH (its duplicate)."""
+    snaps = events.filter(pl.col("origin") == "snapshot").select("event_id", "instance", "gpu_index", "ts")
+    logs = (
+        events.filter((pl.col("origin") != "snapshot") & pl.col("ts").is_not_null())
+        .select(pl.col("event_id").alias("duplicate_of"), "instance", "gpu_index", "ts")
+        .sort("ts")
+    )
+    if snaps.is_empty() or logs.is_empty():
+        return events.with_columns(pl.lit(None, pl.Int64).alias("duplicate_of"))
+    pairs = snaps.sort("ts").join_asof(
+        logs,
+        on="ts",
+        by=["instance", "gpu_index"],
+        strategy="nearest",
+        tolerance=SNAPSHOT_MATCH,
+        check_sortedness=False,
+    )
+    return events.join(pairs.select("event_id", "duplicate_of"), on="event_id", how="left")
+
+
+def _snapshot_verdicts(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> dict[int, tuple[str, str]]:
+    """(cause, explanation) of every snapshot OOM, keyed by its event and by the log event it repeats."""
+    out: dict[int, tuple[str, str]] = {}
+    snaps = events.filter((pl.col("origin") == "snapshot") & pl.col("snapshot_id").is_not_null())
+    for (snapshot_id,), rows in snaps.group_by(["snapshot_id"]):
+        peak = rows["device_total_bytes"].max()
+        total = None if peak is None else int(cast(int, peak))
+        moments = oom_moments(con, int(cast(int, snapshot_id)), total)
+        by_time = {(m.time_us, m.requested_bytes): m for m in moments}
+        for row in rows.sort("event_id").iter_rows(named=True):
+            key = (_epoch_us(row["ts"]), row["requested_bytes"])
+            moment = by_time.get(key)
+            if moment is None:
+                continue
+            out[row["event_id"]] = (moment.cause, moment.explanation)
+            if row["duplicate_of"] is not None:
+                out.setdefault(row["duplicate_of"], (moment.cause, moment.explanation))
+    return out
+
+
+def _epoch_us(ts: datetime | None) -> int | None:
+    if ts is None:
+        return None
+    return int((ts - datetime(1970, 1, 1)) / timedelta(microseconds=1))
+
+
+def _verdict(row: dict, snapshots: dict[int, tuple[str, str]]) -> Verdict:
+    """Decide one event, then let a snapshot of the same failure overrule a weak verdict."""
+    snapshot = snapshots.get(row["event_id"])
+    verdict = decide(_facts(row, snapshot))
+    if snapshot is None or row["origin"] == "snapshot":
+        return verdict
+    cause, explanation = snapshot
+    if cause == "fragmentation" and verdict.rule in _WEAK_RULES:
+        return Verdict("fragmentation", 0.9, f"snapshot of the same failure: {explanation}", "snapshot")
+    if _same(cause, verdict.cause):
+        return Verdict(
+            verdict.cause,
+            min(1.0, verdict.confidence + 0.05),
+            f"{verdict.evidence}; a snapshot of the same failure agrees",
+            verdict.rule,
+            verdict.contributing,
+        )
+    return verdict
+
+
+def _same(snapshot_cause: str, cause: str) -> bool:
+    return ("process_cap" if snapshot_cause == "per_process_cap" else snapshot_cause) == cause
+
+
+def _facts(row: dict, snapshot: tuple[str, str] | None) -> OomFacts:
+    """The event's row as the rules read it."""
+    return OomFacts(
+        origin=row["origin"],
+        framework=row["framework"],
+        requested=row["requested_bytes"],
+        free=row["free_bytes"],
+        reserved=row["reserved_bytes"],
+        unallocated=row["reserved_unallocated_bytes"],
+        in_use=row["process_in_use_bytes"],
+        other=row["other_bytes"],
+        other_pids=tuple(row["other_pids"] or ()),
+        cap=row["cap_bytes"],
+        device_total=row["device_total_bytes"],
+        batch=row["batch_size"],
+        input_tokens=row["input_sequence_length"],
+        output_tokens=row["output_sequence_length"],
+        tokens=row["tokens"],
+        baseline=row["baseline_bytes"],
+        healthy_baseline=row["healthy_baseline_bytes"],
+        need=row["need_bytes"],
+        healthy_need=row["healthy_need_bytes"],
+        limit=row["card_limit_bytes"],
+        card=row["card"] or "these",
+        leaking=bool(row["is_leak"]),
+        pool=bool(row["is_preallocated_pool"]),
+        slope=row["slope_bytes_per_hour"] if row["is_leak"] else None,
+        snapshot=snapshot,
+        other_seen_at=row["seen_at"],
+        other_names=tuple(row["seen_other_names"] or ()),
+    )
+
+
+def _result(events: pl.DataFrame, verdicts: list[Verdict]) -> pl.DataFrame:
+    """The documented columns, in event order."""
+    decided = pl.DataFrame(
+        {
+            "cause": [v.cause for v in verdicts],
+            "confidence": [v.confidence for v in verdicts],
+            "evidence": [v.evidence for v in verdicts],
+            "contributing": [list(v.contributing) for v in verdicts],
+            "rule": [v.rule for v in verdicts],
+        },
+        schema={
+            "cause": pl.Utf8,
+            "confidence": pl.Float64,
+            "evidence": pl.Utf8,
+            "contributing": pl.List(pl.Utf8),
+            "rule": pl.Utf8,
+        },
+    )
+    frame = _inherit_duplicates(pl.concat([events, decided], how="horizontal"))
+    return frame.select(pl.col(c).cast(t) for c, t in RESULT_SCHEMA.items()).sort(["ts", "event_id"])
+
+
+def _inherit_duplicates(frame: pl.DataFrame) -> pl.DataFrame:
+    """A snapshot's record of a logged failure takes that failure's cause; its reading stays as evidence."""
+    logged = frame.select(
+        pl.col("event_id").alias("duplicate_of"),
+        pl.col("cause").alias("logged_cause"),
+        pl.col("confidence").alias("logged_confidence"),
+        pl.col("contributing").alias("logged_contributing"),
+    )
+    frame = frame.join(logged, on="duplicate_of", how="left")
+    dup = pl.col("duplicate_of").is_not_null() & pl.col("logged_cause").is_not_null()
+    evidence = pl.concat_str(
+        pl.lit("the snapshot's record of event "),
+        pl.col("duplicate_of").cast(pl.Utf8),
+        pl.lit(" ("),
+        pl.col("evidence"),
+        pl.lit(")"),
+    )
+    return frame.with_columns(
+        pl.when(dup).then(pl.col("logged_cause")).otherwise(pl.col("cause")).alias("cause"),
+        pl.when(dup).then(pl.col("logged_confidence")).otherwise(pl.col("confidence")).alias("confidence"),
+        pl.when(dup).then(pl.col("logged_contributing")).otherwise(pl.col("contributing")).alias("contributing"),
+        pl.when(dup).then(evidence).otherwise(pl.col("evidence")).alias("evidence"),
+        pl.when(dup).then(pl.lit("duplicate")).otherwise(pl.col("rule")).alias("rule"),
+    )

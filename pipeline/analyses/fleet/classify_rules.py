@@ -1,0 +1,317 @@
+"""The rules that name an OOM's cause, in the order they are tried (domain.md, "Telling the causes apart").
+
+Each rule reads one event's `OomFacts` and returns a `Verdict` or None; the first verdict wins. The
+request-size rules are counterfactuals: would the request have fit on the card as it has been seen to
+serve requests (`limit`), with the lifetime's starting baseline instead of today's, or without the
+neighbour's memory? Whatever removes the failure is the cause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..snapshot.ooms import FRAGMENTED_SLACK_SHARE
+
+CAUSES: tuple[str, ...] = (
+    "leak",
+    "fragmentation",
+    "capacity",
+    "transient_peak",
+    "external_pressure",
+    "process_cap",
+    "preallocated_pool",
+    "unknown",
+)
+MIB = 1 << 20
+GIB = 1 << 30
+# A request whose need reaches this share of the largest peak that ever succeeded on the card is at the
+# card's edge: the sample fleet separates at 0.9961 (largest non-capacity) and 0.9998 (smallest capacity).
+EDGE_SHARE = 0.998
+# A raised baseline counts when it is above the lifetime's start by this much (and this share of the limit).
+MIN_EXCESS_BYTES = 64 * MIB
+MIN_EXCESS_SHARE = 0.05
+# A leaking lifetime whose leaked bytes fill at least half of the limit is the cause whatever the request.
+LEAK_DOMINANT_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class OomFacts:
+    """What is known about one OOM event, in bytes; None where the logs do not say."""
+
+    origin: str
+    framework: str | None
+    requested: int | None
+    free: int | None
+    reserved: int | None
+    unallocated: int | None
+    in_use: int | None
+    other: int | None
+    other_pids: tuple[int, ...]
+    cap: int | None
+    device_total: int | None
+    batch: int | None
+    input_tokens: int | None
+    output_tokens: int | None
+    tokens: int | None
+    baseline: int | None
+    healthy_baseline: int | None
+    need: int | None
+    healthy_need: int | None
+    limit: int | None
+    card: str
+    leaking: bool
+    pool: bool
+    slope: float | None
+    snapshot: tuple[str, str] | None
+    other_seen_at: datetime | None = None  # set when the neighbours come from nvidia-smi, not the message
+    other_names: tuple[str, ...] = ()
+
+    @property
+    def excess(self) -> int:
+        """Bytes the baseline stands above the lifetime's start (0 when unknown)."""
+        if self.baseline is None or self.healthy_baseline is None:
+            return 0
+        return max(0, self.baseline - self.healthy_baseline)
+
+    def raised(self) -> bool:
+        """Is the baseline meaningfully above where the lifetime started?"""
+        floor = max(MIN_EXCESS_BYTES, MIN_EXCESS_SHARE * (self.limit or 0))
+        return self.excess >= floor
+
+    def at_edge(self, need: int | None) -> bool:
+        """Does `need` reach the largest peak the card has served?"""
+        return need is not None and self.limit is not None and need >= EDGE_SHARE * self.limit
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A cause, how sure, the sentence with the deciding numbers, and other factors that also played."""
+
+    cause: str
+    confidence: float
+    evidence: str
+    rule: str
+    contributing: tuple[str, ...] = ()
+
+
+def size(value: float | None) -> str:
+    """Bytes for people: `9.87 GiB`, `522 MiB`."""
+    if value is None:
+        return "unknown"
+    return f"{value / GIB:.2f} GiB" if abs(value) >= GIB else f"{value / MIB:.0f} MiB"
+
+
+def _request(f: OomFacts) -> str:
+    """`batch 16 x (3,308 + 102) = 54,560 tokens`, or what is known of it."""
+    if f.tokens is None:
+        return "the request"
+    sizes = f"batch {f.batch} x ({f.input_tokens or 0:,} + {f.output_tokens or 0:,}) = {f.tokens:,} tokens"
+    return f"the request ({sizes})"
+
+
+def _neighbours(f: OomFacts) -> str:
+    pids = ", ".join(str(p) for p in f.other_pids) or "?"
+    noun = "process" if len(f.other_pids) == 1 else "processes"
+    if f.other_seen_at is None:
+        return f"{noun} {pids} held {size(f.other)}"
+    names = ", ".join(dict.fromkeys(n for n in f.other_names if n))
+    named = f" ({names})" if names else ""
+    return f"{noun} {pids}{named} held {size(f.other)} (nvidia-smi at {f.other_seen_at:%Y-%m-%d %H:%M:%S})"
+
+
+def from_snapshot(f: OomFacts) -> Verdict | None:
+    """An OOM recorded in a snapshot's trace: the allocator's replayed state already decided it."""
+    if f.origin != "snapshot" or f.snapshot is None:
+        return None
+    cause, explanation = f.snapshot
+    cause = "process_cap" if cause == "per_process_cap" else cause
+    return Verdict(cause, 0.9, f"snapshot: {explanation}", "snapshot")
+
+
+def no_numbers(f: OomFacts) -> Verdict | None:
+    """Nothing measured (a bare `CUDA error: out of memory`): nothing to decide from."""
+    if f.requested is None and f.free is None and f.tokens is None and f.unallocated is None:
+        return Verdict("unknown", 0.0, "the message carries no sizes and no request context", "no_numbers")
+    return None
+
+
+def dominant_neighbour(f: OomFacts) -> Verdict | None:
+    """Other processes hold more of the device than this one: free is small because of them."""
+    if not f.other or f.in_use is None or f.other < f.in_use:
+        return None
+    also = ("capacity",) if f.at_edge(f.healthy_need) else ()
+    tail = (
+        (
+            f"; {_request(f)} needed about {size(f.healthy_need)}, above the {size(f.limit)} that "
+            f"succeeded here beside it, so it is also a capacity limit under that pressure"
+        )
+        if also
+        else ""
+    )
+    text = (
+        f"{_neighbours(f)} of the {size(f.device_total)} device while this process had {size(f.in_use)}; "
+        f"{size(f.free)} was free for a {size(f.requested)} request{tail}"
+    )
+    return Verdict("external_pressure", 0.9, text, "dominant_neighbour", also)
+
+
+def fragmented(f: OomFacts) -> Verdict | None:
+    """Reserved-but-unallocated covers the request with room to spare, yet no block fitted."""
+    if f.unallocated is None or f.requested is None or f.unallocated < f.requested:
+        return None
+    slack = f.unallocated - f.requested
+    if f.reserved and slack < FRAGMENTED_SLACK_SHARE * f.reserved:
+        return None
+    ratio = f.unallocated / max(1, f.requested)
+    text = (
+        f"{size(f.unallocated)} reserved but unallocated is {ratio:.1f}x the {size(f.requested)} "
+        f"requested, yet the allocation failed with {size(f.free)} free: no cached block was large "
+        f"enough"
+    )
+    return Verdict("fragmentation", 0.95 if ratio >= 2 else 0.8, text, "fragmentation")
+
+
+def counterfactual(f: OomFacts) -> Verdict | None:
+    """With the request's size: would it have fit on a healthy baseline, without the neighbour?"""
+    if f.healthy_need is None or f.need is None or f.limit is None:
+        return None
+    if f.at_edge(f.healthy_need):
+        return _capacity(f)
+    if f.other:
+        beside = f.at_edge(f.healthy_need + f.other)
+        if f.raised() and f.at_edge(f.need) and not beside:
+            return _leak(f, "leak_alone", also=("external_pressure",))
+        return _external(f)
+    if f.raised() and f.at_edge(f.need):
+        return _leak(f, "leak_alone")
+    return None
+
+
+def _capacity(f: OomFacts) -> Verdict:
+    also = tuple(c for c, on in (("external_pressure", bool(f.other)), ("leak", f.raised())) if on)
+    text = (
+        f"{_request(f)} needs about {size(f.healthy_need)} even on the healthy "
+        f"{size(f.healthy_baseline)} baseline, at or above the {size(f.limit)} largest peak that "
+        f"succeeded on {f.card} cards"
+    )
+    if f.other:
+        text += f"; {_neighbours(f)} as well"
+    return Verdict("capacity", 0.9, text, "capacity", also)
+
+
+def _external(f: OomFacts) -> Verdict:
+    also = ("leak",) if f.raised() else ()
+    # sure when the neighbour's bytes are what pushes the request over the edge; else only the likeliest
+    sure = f.healthy_need is not None and f.other is not None and f.at_edge(f.healthy_need + f.other)
+    text = (
+        f"{_neighbours(f)} on the device; {_request(f)} needed about {size(f.need)}, within the "
+        f"{size(f.limit)} that succeeds on {f.card} cards without it; {size(f.free)} was free"
+    )
+    return Verdict("external_pressure", 0.85 if sure else 0.6, text, "neighbour_counterfactual", also)
+
+
+def _leak(f: OomFacts, rule: str, also: tuple[str, ...] = ()) -> Verdict:
+    rate = f", climbing {size(f.slope)}/h" if f.slope else ""
+    text = (
+        f"allocated baseline {size(f.baseline)} is {size(f.excess)} above the lifetime's starting "
+        f"{size(f.healthy_baseline)}{rate}; {_request(f)} needed about {size(f.need)} against the "
+        f"{size(f.limit)} that succeeds on {f.card} cards, {size(f.healthy_need)} on the starting "
+        f"baseline"
+    )
+    return Verdict("leak", 0.9 if f.leaking else 0.7, text, rule, also)
+
+
+def leak_dominates(f: OomFacts) -> Verdict | None:
+    """A leaking lifetime whose leaked bytes fill most of the limit: the leak, whatever the request."""
+    if not f.leaking or f.limit is None or f.excess < LEAK_DOMINANT_SHARE * f.limit:
+        return None
+    return _leak(f, "leak_dominates")
+
+
+def process_cap(f: OomFacts) -> Verdict | None:
+    """A per-process cap (`X allowed`) refused the request while the device still had room."""
+    if f.cap is None or f.free is None or f.requested is None or f.free < f.requested:
+        return None
+    text = (
+        f"the device had {size(f.free)} free, but the process is capped at {size(f.cap)} "
+        f"(set_per_process_memory_fraction) and asked for {size(f.requested)} more"
+    )
+    return Verdict("process_cap", 0.85, text, "process_cap")
+
+
+def preallocated_pool(f: OomFacts) -> Verdict | None:
+    """A serving engine that reserves most of the device at start (vLLM, TGI)."""
+    if not f.pool and f.framework != "vllm":
+        return None
+    text = (
+        f"the process holds a pool reserved at start ({size(f.baseline or f.reserved)} of "
+        f"{size(f.device_total)}), flat since; the {size(f.requested)} request did not fit beside it"
+    )
+    return Verdict("preallocated_pool", 0.7, text, "preallocated_pool")
+
+
+def slack_fragmentation(f: OomFacts) -> Verdict | None:
+    """Cached-but-free memory covered the request, but only as scattered slack of a full cache."""
+    if f.unallocated is None or f.requested is None or f.unallocated < f.requested:
+        return None
+    text = (
+        f"{size(f.unallocated)} reserved but unallocated covered the {size(f.requested)} request, "
+        f"but it is under {FRAGMENTED_SLACK_SHARE:.0%} of the {size(f.reserved)} reserved: a nearly "
+        f"full cache"
+    )
+    return Verdict("fragmentation", 0.5, text, "slack_fragmentation")
+
+
+def transient(f: OomFacts) -> Verdict | None:
+    """A request that fits the card by every measure failed anyway: a passing peak (concurrency, spikes)."""
+    if f.need is None or f.limit is None:
+        return None
+    also = ("leak",) if f.raised() else ()
+    text = (
+        f"{_request(f)} needed about {size(f.need)}, below the {size(f.limit)} that succeeds on "
+        f"{f.card} cards, with no neighbour named and no cap reached: a transient peak"
+    )
+    return Verdict("transient_peak", 0.5, text, "transient", also)
+
+
+def message_only(f: OomFacts) -> Verdict | None:
+    """No request context: the message alone says whether others held memory."""
+    if f.other:
+        text = (
+            f"{_neighbours(f)} while this process had {size(f.in_use)}; {size(f.free)} free for a "
+            f"{size(f.requested)} request (no request log to size the request itself)"
+        )
+        return Verdict("external_pressure", 0.6, text, "message_neighbour")
+    if f.requested is not None and f.free is not None:
+        text = (
+            f"{size(f.requested)} requested with {size(f.free)} free and {size(f.unallocated)} cached; "
+            f"no other process named (no request log to size the request itself)"
+        )
+        return Verdict("capacity", 0.4, text, "message_capacity")
+    return None
+
+
+RULES: tuple[Callable[[OomFacts], Verdict | None], ...] = (
+    from_snapshot,
+    no_numbers,
+    dominant_neighbour,
+    fragmented,
+    counterfactual,
+    leak_dominates,
+    process_cap,
+    preallocated_pool,
+    slack_fragmentation,
+    transient,
+    message_only,
+)
+
+
+def decide(facts: OomFacts) -> Verdict:
+    """The first rule that applies."""
+    for rule in RULES:
+        verdict = rule(facts)
+        if verdict is not None:
+            return verdict
+    return Verdict("unknown", 0.0, "no rule applies to the numbers available", "none")

@@ -1,0 +1,385 @@
+"""Scheduled jobs as OOM causes: the OOM rate inside each job's windows against outside, per host.
+
+For every job of `job_occurrences` and every instance it runs on, OOMs inside its windows are compared with
+OOMs outside, normalised by the instance's own traffic (`fct_job_minutes`): an exact two-rate test (Holm
+over all job x host pairs), the lift (rate inside / rate outside) and the excess OOMs. Instances the job
+does not run on, over the same windows, are the control: if they show the same excess, the time of day is
+to blame, not the job. Instances known only from text logs are compared against the fleet's traffic
+profile (`fct_traffic_exposure`); their rates per 1,000 requests are left null.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from itertools import pairwise
+
+import duckdb
+import polars as pl
+
+from ...findings.finding import Finding, Window
+from ...load.sql import sql_text
+from ..shared import shared
+from .aggregates import utc_naive
+from .rate_tests import expected_inside, format_p, holm, pooled_excess_p, pooled_rate_ratio, rate_ratio, rate_ratio_p
+
+# A host is affected when its Holm-adjusted p is below ALPHA, the rate inside is at least MIN_LIFT times
+# the rate outside, and at least MIN_OOMS_INSIDE OOMs fell inside: a handful of OOMs in a short window
+# can be improbable without being worth a person's time.
+ALPHA = 0.01
+MIN_LIFT = 2.0
+MIN_OOMS_INSIDE = 5
+
+# The runs that fall in the time the job's hosts have data (cron rules are expanded with a day of margin).
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """When a job runs, as people say it."""
+
+    text: str  # "daily 01:00-02:30 UTC"
+    windows: tuple[str, ...]  # ("01:00-02:30",)
+    runs: int
+    first_start: datetime | None
+    last_end: datetime | None
+
+
+@shared()
+def host_effects(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
+    """One row per job x instance: OOMs and traffic inside and outside the job's windows, and the test.
+
+    Columns: `name`, `instance`, `on_job_host` (false: a control instance, compared over the job's windows
+    elsewhere), `traffic_source` ('requests' or 'fleet_profile'), `requests_in`, `requests_out`, `ooms_in`,
+    `ooms_out`, `exposure_in`, `exposure_out` (requests, or the fleet profile), `rate_in_per_1k`,
+    `rate_out_per_1k` (null without counted requests), `expected_in` (OOMs inside if they followed traffic),
+    `lift` (rate inside / rate outside; null when outside has no OOM or no traffic), `p_value` (exact, one
+    sided), `p_adjusted` (Holm over the job-host rows; null for controls), `affected`.
+    """
+    params = {"since": utc_naive(since), "until": utc_naive(until)}
+    rows = con.sql(sql_text("q_job_host_counts"), params=params).pl().to_dicts()
+    for row in rows:
+        _test_host(row)
+    tested = [r for r in rows if r["on_job_host"]]
+    for row, adjusted in zip(tested, holm([r["p_value"] for r in tested]), strict=True):
+        row["p_adjusted"] = adjusted
+        row["affected"] = _is_affected(row)
+    for row in rows:
+        row.setdefault("p_adjusted", None)
+        row.setdefault("affected", False)
+    return pl.DataFrame(rows, schema=_HOST_SCHEMA)
+
+
+_HOST_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
+    "name": pl.Utf8,
+    "instance": pl.Utf8,
+    "on_job_host": pl.Boolean,
+    "traffic_source": pl.Utf8,
+    "requests_in": pl.Int64,
+    "requests_out": pl.Int64,
+    "ooms_in": pl.Int64,
+    "ooms_out": pl.Int64,
+    "exposure_in": pl.Float64,
+    "exposure_out": pl.Float64,
+    "rate_in_per_1k": pl.Float64,
+    "rate_out_per_1k": pl.Float64,
+    "expected_in": pl.Float64,
+    "lift": pl.Float64,
+    "p_value": pl.Float64,
+    "p_adjusted": pl.Float64,
+    "affected": pl.Boolean,
+}
+
+
+def _test_host(row: dict) -> None:
+    """Add rates, expectation, lift and p-value to one job x instance row."""
+    counted = row["traffic_source"] == "requests"
+    row["rate_in_per_1k"] = _per_1k(row["ooms_in"], row["requests_in"]) if counted else None
+    row["rate_out_per_1k"] = _per_1k(row["ooms_out"], row["requests_out"]) if counted else None
+    stratum = _stratum(row)
+    row["expected_in"] = expected_inside([stratum])
+    row["lift"] = rate_ratio(*stratum)
+    row["p_value"] = rate_ratio_p(*stratum)
+
+
+def _per_1k(ooms: int, requests: int) -> float | None:
+    return 1000.0 * ooms / requests if requests else None
+
+
+def _stratum(row: dict) -> tuple[int, float, int, float]:
+    return row["ooms_in"], row["exposure_in"], row["ooms_out"], row["exposure_out"]
+
+
+def _is_affected(row: dict) -> bool:
+    """Significant after correction, with a lift worth acting on (no OOM outside counts as unbounded)."""
+    lift_ok = row["lift"] is None or row["lift"] >= MIN_LIFT
+    return row["p_adjusted"] < ALPHA and lift_ok and row["ooms_in"] >= MIN_OOMS_INSIDE
+
+
+@shared()
+def schedules(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> dict[str, Schedule]:
+    """Each job's runs within the data, described ("daily 01:00-02:30 UTC", "weekly on Saturday ...")."""
+    params = {"since": utc_naive(since), "until": utc_naive(until)}
+    runs: dict[str, list[tuple[datetime, datetime]]] = defaultdict(list)
+    for name, start, end in con.sql(sql_text("q_job_runs"), params=params).fetchall():
+        runs[name].append((start, end))
+    return {name: describe_schedule(spans) for name, spans in runs.items()}
+
+
+def describe_schedule(runs: list[tuple[datetime, datetime]]) -> Schedule:
+    """Group runs by time of day and name their cadence from the gaps between starts."""
+    by_window: dict[str, list[datetime]] = defaultdict(list)
+    for start, end in runs:
+        by_window[f"{start:%H:%M}-{end:%H:%M}"].append(start)
+    windows = tuple(sorted(by_window))
+    cadences = {window: _cadence(sorted(starts)) for window, starts in by_window.items()}
+    if len(set(cadences.values())) == 1:
+        text = f"{next(iter(cadences.values()))} {', '.join(windows)} UTC"
+    else:
+        text = "; ".join(f"{cadences[w]} {w} UTC" for w in windows)
+    first = min((s for s, _ in runs), default=None)
+    last = max((e for _, e in runs), default=None)
+    return Schedule(text, windows, len(runs), first, last)
+
+
+def _cadence(starts: list[datetime]) -> str:
+    """'daily', 'weekly on Saturday', 'on 2026-11-11' or 'on N days' for runs sharing a time of day."""
+    gaps = Counter((b - a) for a, b in pairwise(starts))
+    if not gaps:
+        return f"on {starts[0]:%Y-%m-%d}"
+    common = gaps.most_common(1)[0][0]
+    if common == timedelta(days=1):
+        return "daily"
+    if common == timedelta(days=7):
+        return f"weekly on {starts[0]:%A}"
+    return f"on {len(starts)} days"
+
+
+def job_effects(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
+    """One row per job: its schedule, the pooled test on its hosts, the affected hosts and the control.
+
+    Columns: `name`, `schedule`, `windows_utc` (list of "HH:MM-HH:MM"), `runs`, `first_start`, `last_end`,
+    `hosts` (instances it runs on), `hosts_affected`, `hosts_not_affected`, `ooms_in`, `expected_in`,
+    `lift` (Mantel-Haenszel rate ratio over its hosts), `p_value` (pooled over its hosts), `excess_ooms`
+    (on affected hosts: OOMs inside minus what their outside rate predicts), `control_hosts`,
+    `control_lift`, `control_p_value`, `rate_in_per_1k` / `rate_out_per_1k` (affected hosts with a request
+    log, pooled), `affected_detail` (per affected host: its rates, lift and adjusted p), `verdict`
+    ('reported', 'no OOMs inside', 'not significant', 'control also elevated').
+    """
+    return _effects(host_effects(con, since, until), schedules(con, since, until))
+
+
+def _effects(hosts: pl.DataFrame, plans: dict[str, Schedule]) -> pl.DataFrame:
+    """`job_effects` from the host rows and the schedules."""
+    rows = [
+        _job_row(name, hosts.filter(pl.col("name") == name), plans.get(name))
+        for name in hosts["name"].unique(maintain_order=True)
+    ]
+    return pl.DataFrame(rows, schema=_JOB_SCHEMA)
+
+
+_JOB_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
+    "name": pl.Utf8,
+    "schedule": pl.Utf8,
+    "windows_utc": pl.List(pl.Utf8),
+    "runs": pl.Int64,
+    "first_start": pl.Datetime("us"),
+    "last_end": pl.Datetime("us"),
+    "hosts": pl.List(pl.Utf8),
+    "hosts_affected": pl.List(pl.Utf8),
+    "hosts_not_affected": pl.List(pl.Utf8),
+    "ooms_in": pl.Int64,
+    "expected_in": pl.Float64,
+    "lift": pl.Float64,
+    "p_value": pl.Float64,
+    "excess_ooms": pl.Float64,
+    "control_hosts": pl.List(pl.Utf8),
+    "control_lift": pl.Float64,
+    "control_p_value": pl.Float64,
+    "rate_in_per_1k": pl.Float64,
+    "rate_out_per_1k": pl.Float64,
+    "affected_detail": pl.List(pl.Utf8),
+    "verdict": pl.Utf8,
+}
+
+
+def _job_row(name: str, hosts: pl.DataFrame, plan: Schedule | None) -> dict:
+    """Pool one job's host rows into its verdict."""
+    own = hosts.filter(pl.col("on_job_host"))
+    control = hosts.filter(~pl.col("on_job_host"))
+    affected = own.filter(pl.col("affected"))
+    strata = [_stratum(r) for r in own.to_dicts()]
+    control_strata = [_stratum(r) for r in control.to_dicts()]
+    row = {
+        "name": name,
+        "schedule": plan.text if plan else None,
+        "windows_utc": list(plan.windows) if plan else [],
+        "runs": plan.runs if plan else 0,
+        "first_start": plan.first_start if plan else None,
+        "last_end": plan.last_end if plan else None,
+        "hosts": own["instance"].to_list(),
+        "hosts_affected": affected["instance"].to_list(),
+        "hosts_not_affected": own.filter(~pl.col("affected"))["instance"].to_list(),
+        "ooms_in": int(own["ooms_in"].sum()),
+        "expected_in": expected_inside(strata),
+        "lift": pooled_rate_ratio(strata),
+        "p_value": pooled_excess_p(strata),
+        "excess_ooms": sum(_excess(r) for r in affected.to_dicts()),
+        **_pooled_rates(affected.filter(pl.col("traffic_source") == "requests")),
+        "affected_detail": [_host_detail(r) for r in affected.to_dicts()],
+        "control_hosts": control["instance"].to_list(),
+        "control_lift": pooled_rate_ratio(control_strata),
+        "control_p_value": pooled_excess_p(control_strata) if control_strata else None,
+    }
+    row["verdict"] = _verdict(row)
+    return row
+
+
+def _pooled_rates(counted: pl.DataFrame) -> dict[str, float | None]:
+    """OOMs per 1,000 requests inside and outside, summed over hosts with counted requests."""
+    sums = {c: int(counted[c].sum()) for c in ("ooms_in", "requests_in", "ooms_out", "requests_out")}
+    return {
+        "rate_in_per_1k": _per_1k(sums["ooms_in"], sums["requests_in"]),
+        "rate_out_per_1k": _per_1k(sums["ooms_out"], sums["requests_out"]),
+    }
+
+
+def _host_detail(row: dict) -> str:
+    """'a10-01 44.2 vs 6.5 OOMs per 1,000 requests (lift 6.8x, ...)'; OOM counts for profiled hosts."""
+    tail = f"lift {_fmt(row['lift'])}, adjusted p {format_p(row['p_adjusted'])}"
+    if row["rate_in_per_1k"] is None:
+        return (
+            f"{row['instance']} {row['ooms_in']} OOMs inside against {row['expected_in']:.1f} expected "
+            f"from the fleet's traffic profile ({tail})"
+        )
+    return (
+        f"{row['instance']} {row['rate_in_per_1k']:.1f} vs {row['rate_out_per_1k'] or 0:.1f} OOMs per "
+        f"1,000 requests ({tail})"
+    )
+
+
+def _excess(row: dict) -> float:
+    """OOMs inside beyond what the host's outside rate predicts for its traffic inside."""
+    if row["exposure_out"] <= 0:
+        return float(row["ooms_in"])
+    return row["ooms_in"] - row["exposure_in"] * row["ooms_out"] / row["exposure_out"]
+
+
+def _verdict(row: dict) -> str:
+    """Why a job is, or is not, reported."""
+    if row["ooms_in"] == 0:
+        return "no OOMs inside"
+    if not row["hosts_affected"]:
+        return "not significant"
+    control_p, control_lift = row["control_p_value"], row["control_lift"]
+    if control_p is not None and control_p < ALPHA and (control_lift or 0) >= MIN_LIFT:
+        return "control also elevated"
+    return "reported"
+
+
+def findings(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> list[Finding]:
+    """A `scheduled_job` finding for every job whose windows raise the OOM rate on some of its hosts."""
+    hosts = host_effects(con, since, until)
+    effects = _effects(hosts, schedules(con, since, until))
+    own = hosts.filter(pl.col("on_job_host")).select(_HOST_TEST_COLUMNS)
+    return [
+        _finding(row, own.filter(pl.col("name") == row["name"]).drop("name").to_dicts())
+        for row in effects.filter(pl.col("verdict") == "reported").to_dicts()
+    ]
+
+
+# What a finding's metrics["host_tests"] shows of each host the job runs on.
+_HOST_TEST_COLUMNS = (
+    "name",
+    "instance",
+    "traffic_source",
+    "requests_in",
+    "ooms_in",
+    "requests_out",
+    "ooms_out",
+    "rate_in_per_1k",
+    "rate_out_per_1k",
+    "expected_in",
+    "lift",
+    "p_adjusted",
+    "affected",
+)
+
+
+def _finding(row: dict, host_tests: list[dict]) -> Finding:
+    """The finding of one reported job, with the numbers that decided it."""
+    hosts = ", ".join(row["hosts_affected"])
+    windows = ", ".join(row["windows_utc"])
+    return Finding(
+        kind="scheduled_job",
+        subject=f"job {row['name']}",
+        evidence=_evidence(row),
+        advice=f"Move {row['name']} out of its window {windows} UTC or off hosts {hosts}.",
+        confidence=_confidence(row),
+        impact=round(row["excess_ooms"], 1),
+        window=Window(row["first_start"], row["last_end"], row["schedule"]),
+        metrics={**{k: row[k] for k in _METRICS}, "host_tests": host_tests},
+    )
+
+
+_METRICS = (
+    "name",
+    "schedule",
+    "windows_utc",
+    "runs",
+    "hosts",
+    "hosts_affected",
+    "hosts_not_affected",
+    "ooms_in",
+    "expected_in",
+    "lift",
+    "p_value",
+    "rate_in_per_1k",
+    "rate_out_per_1k",
+    "excess_ooms",
+    "control_hosts",
+    "control_lift",
+    "control_p_value",
+)
+
+
+def _evidence(row: dict) -> str:
+    """One paragraph: the pooled numbers, the unaffected hosts, the control."""
+    text = (
+        f"{row['name']} runs {row['schedule']} on {', '.join(row['hosts'])}. Inside its windows "
+        f"{row['ooms_in']} OOMs against {row['expected_in']:.1f} expected from traffic"
+        f" (lift {_fmt(row['lift'])}, p {format_p(row['p_value'])}),"
+        f" {row['excess_ooms']:.0f} of them excess."
+        f" Inside against outside: {'; '.join(row['affected_detail'])}."
+    )
+    if row["hosts_not_affected"]:
+        others = row["hosts_not_affected"]
+        verb = "runs" if len(others) == 1 else "run"
+        text += f" {', '.join(others)} {verb} it too without a significant excess."
+    if row["control_hosts"]:
+        text += (
+            f" Hosts that do not run it, at the same times: lift {_fmt(row['control_lift'])}, "
+            f"p {format_p(row['control_p_value'])}."
+        )
+    return text
+
+
+def _fmt(lift: float | None) -> str:
+    """A lift for people; None means no OOM (or no traffic) outside, where a ratio says nothing."""
+    return "n/a" if lift is None else f"{lift:.1f}x"
+
+
+def _confidence(row: dict) -> float:
+    """High when the pooled test is overwhelming and the control shows nothing at the same times."""
+    confidence = 0.85 if row["p_value"] < 1e-6 else 0.7
+    if row["control_p_value"] is not None and row["control_p_value"] >= 0.05:
+        confidence += 0.1
+    return round(confidence, 2)

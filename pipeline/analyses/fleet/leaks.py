@@ -1,0 +1,438 @@
+"""Leak detection from request logs: per process lifetime, the trend of the allocated baseline after requests.
+
+The baseline is the windowed minimum of `allocated_after` (view `fct_leak_windows`): whatever a request
+holds while it runs is gone by the next quiet moment, so only memory nobody frees raises the minimum. A
+robust line (Theil-Sen) through the windowed minima gives the slope; allocator cache growth (reserved
+climbs, allocated flat) and flat pre-allocated pools are reported as data, never as leaks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import cast
+
+import duckdb
+import numpy as np
+import polars as pl
+
+from ...findings.finding import Finding, Window
+from ...load.sql import sql_text
+from ..shared import shared
+from .oom_limits import instance_limits
+
+MIB = 1 << 20
+GIB = 1 << 30
+# A leak must explain a trend, not noise: the fitted line must describe the windowed minima well, the
+# minimum must rise in most window steps, and the growth must matter next to the baseline.
+MIN_WINDOWS = 4
+MIN_R2 = 0.7
+MIN_RISING_SHARE = 0.5
+MIN_GROWTH_BYTES = 64 * MIB
+MIN_GROWTH_SHARE = 0.05
+# Cache growth: reserved memory climbs by at least this much while the allocated baseline does not.
+MIN_CACHE_GROWTH_BYTES = 256 * MIB
+MIN_CACHE_GROWTH_SHARE = 0.10
+# A pool reserved at start (vLLM's gpu_memory_utilization) holds most of the device from the first minute.
+POOL_SHARE = 0.6
+# A version leaks when most of its fitted lifetimes do.
+VERSION_LEAK_SHARE = 0.5
+# The stopgap restart interval: restart before the leak has taken this share of the room requests have
+# above the starting baseline. The largest requests fail first, long before a typical one would.
+RESTART_HEADROOM_SHARE = 0.10
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A robust line through (hours, bytes) points and how well it describes them."""
+
+    slope: float
+    intercept: float
+    r2: float
+    rising_share: float
+
+
+def theil_sen(x: np.ndarray, y: np.ndarray) -> Fit:
+    """Median of pairwise slopes (robust to a few odd windows), R^2 of that line, share of rising steps."""
+    if len(x) < 2:
+        return Fit(0.0, float(y[0]) if len(y) else 0.0, 0.0, 0.0)
+    i, j = np.triu_indices(len(x), k=1)
+    dx = x[j] - x[i]
+    keep = dx > 0
+    slope = float(np.median((y[j] - y[i])[keep] / dx[keep])) if keep.any() else 0.0
+    intercept = float(np.median(y - slope * x))
+    residual = float(np.sum((y - (intercept + slope * x)) ** 2))
+    total = float(np.sum((y - y.mean()) ** 2))
+    r2 = max(0.0, 1.0 - residual / total) if total > 0 else 0.0
+    rising = float(np.mean(np.diff(y) > 0))
+    return Fit(slope, intercept, r2, rising)
+
+
+@shared()
+def windows(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
+    """The windowed minima of every lifetime overlapping [since, until) (view `fct_leak_windows`)."""
+    return con.sql(sql_text("q_leak_windows"), params={"since": since, "until": until}).pl()
+
+
+@shared()
+def lifetimes(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
+    """One row per instance and process lifetime: baseline trend, leak and cache-growth verdicts."""
+    frame = windows(con, since, until)
+    if frame.is_empty():
+        return _empty_lifetimes()
+    rows = [
+        _lifetime_row(group)
+        for _key, group in frame.group_by(["instance", "gpu_index", "lifetime"], maintain_order=True)
+    ]
+    lives = pl.DataFrame(rows, schema=_FITTED_SCHEMA, orient="row")
+    limits = instance_limits(con).select(
+        "instance",
+        "gpu_index",
+        "card",
+        "card_limit_bytes",
+        "cap_bytes",
+        pl.col("p95_request_bytes").cast(pl.Int64).alias("request_peak_bytes"),
+    )
+    lives = lives.join(limits, on=["instance", "gpu_index"], how="left")
+    # the limit a leak runs into: what this card has been seen to serve, else the cap, else the device
+    limit = pl.coalesce("card_limit_bytes", "cap_bytes", "device_total")
+    lives = lives.with_columns(limit.alias("limit_bytes")).with_columns(
+        _hours_to_oom("baseline_end_bytes").alias("hours_to_oom"),
+        _hours_to_oom("baseline_start_bytes").alias("hours_to_oom_from_start"),
+        _restart_within().alias("restart_within_hours"),
+    )
+    return lives.select(list(LIFETIME_SCHEMA)).sort(["instance", "gpu_index", "lifetime"])
+
+
+def _lifetime_row(w: pl.DataFrame) -> tuple:
+    """Fit one lifetime's windows and judge it."""
+    start, end = w["lifetime_start"][0], w["lifetime_end"][0]
+    hours = np.array([(t - start).total_seconds() / 3600 for t in w["baseline_ts"]], dtype=float)
+    fit = theil_sen(hours, w["baseline_bytes"].to_numpy().astype(float))
+    # the lifetime's first and last 5 buckets; a range that cuts the lifetime uses its first / last window
+    first = _ends(w["first_baseline_bytes"], w["baseline_bytes"], 0)
+    last = _ends(w["last_baseline_bytes"], w["baseline_bytes"], -1)
+    is_leak = _is_leak(fit, len(w), first, last)
+    cache = _cache(w, hours, is_leak)
+    device_total = w["device_total"].max()
+    total = None if device_total is None else int(cast(int, device_total))
+    return (
+        w["instance"][0],
+        int(w["gpu_index"][0]),
+        int(w["lifetime"][0]),
+        w["model_version"][0],
+        w["restart_reason"][0],
+        start,
+        end,
+        int(w["requests"].sum()),
+        int(w["ooms"].sum()),
+        len(w),
+        first,
+        last,
+        last - first,
+        fit.slope,
+        fit.r2,
+        fit.rising_share,
+        *cache.values(),
+        total,
+        is_leak,
+        _is_pool(first, last - first, total, is_leak),
+    )
+
+
+def _restart_within() -> pl.Expr:
+    """Hours until the leak has taken RESTART_HEADROOM_SHARE of the room above the starting baseline."""
+    room = RESTART_HEADROOM_SHARE * (pl.col("limit_bytes") - pl.col("baseline_start_bytes"))
+    hours = (room / pl.col("slope_bytes_per_hour")).clip(lower_bound=0.0)
+    return pl.when(pl.col("is_leak") & (pl.col("slope_bytes_per_hour") > 0)).then(hours).otherwise(None)
+
+
+def _is_leak(fit: Fit, windows: int, first: int, last: int) -> bool:
+    """A steady climb: enough windows, a good fit, mostly rising steps, and growth that matters."""
+    growth = last - first
+    return (
+        windows >= MIN_WINDOWS
+        and fit.slope > 0
+        and fit.r2 >= MIN_R2
+        and fit.rising_share >= MIN_RISING_SHARE
+        and growth >= max(MIN_GROWTH_BYTES, MIN_GROWTH_SHARE * first)
+    )
+
+
+def _cache(w: pl.DataFrame, hours: np.ndarray, is_leak: bool) -> dict[str, object]:
+    """Reserved memory: lowest level, level at the end, growth, slope, and whether it is cache growth."""
+    reserved = w["reserved_min_bytes"].to_numpy().astype(float)
+    known = ~np.isnan(reserved)
+    end = w["last_reserved_bytes"][-1]
+    if not known.any() or end is None:
+        return {"low": None, "end": None, "growth": None, "slope": None, "is_growth": False}
+    low, end = int(reserved[known].min()), int(cast(int, end))
+    growth = end - low
+    # a step (a cache that fills within hours and stays) is growth too, so no slope is required
+    is_growth = (
+        not is_leak and len(w) >= MIN_WINDOWS and growth >= max(MIN_CACHE_GROWTH_BYTES, MIN_CACHE_GROWTH_SHARE * low)
+    )
+    slope = theil_sen(hours[known], reserved[known]).slope
+    return {"low": low, "end": end, "growth": growth, "slope": slope, "is_growth": is_growth}
+
+
+def _hours_to_oom(baseline: str) -> pl.Expr:
+    """Hours until the baseline plus a typical request peak (p95) reaches the limit, at the fitted slope."""
+    room = pl.col("limit_bytes") - pl.col("request_peak_bytes").fill_null(0) - pl.col(baseline)
+    hours = (room / pl.col("slope_bytes_per_hour")).clip(lower_bound=0.0)
+    return pl.when(pl.col("is_leak") & (pl.col("slope_bytes_per_hour") > 0)).then(hours).otherwise(None)
+
+
+def _ends(level: pl.Series, fallback: pl.Series, at: int) -> int:
+    """The start (at=0) or end (at=-1) baseline: from the lifetime's edge buckets when in range."""
+    value = level[at] if level[at] is not None else fallback[at]
+    return int(cast(int, value))
+
+
+def _is_pool(first: int, growth: int, device_total: int | None, is_leak: bool) -> bool:
+    """Most of the device allocated from the start and flat: a pre-allocated pool, not a leak."""
+    if device_total is None or is_leak:
+        return False
+    return first >= POOL_SHARE * device_total and abs(growth) < max(MIN_GROWTH_BYTES, 0.01 * first)
+
+
+_FITTED_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
+    "instance": pl.Utf8,
+    "gpu_index": pl.Int32,
+    "lifetime": pl.Int64,
+    "model_version": pl.Utf8,
+    "restart_reason": pl.Utf8,
+    "start": pl.Datetime("us"),
+    "end": pl.Datetime("us"),
+    "requests": pl.Int64,
+    "ooms": pl.Int64,
+    "windows": pl.Int64,
+    "baseline_start_bytes": pl.Int64,
+    "baseline_end_bytes": pl.Int64,
+    "growth_bytes": pl.Int64,
+    "slope_bytes_per_hour": pl.Float64,
+    "r2": pl.Float64,
+    "rising_share": pl.Float64,
+    "reserved_low_bytes": pl.Int64,
+    "reserved_end_bytes": pl.Int64,
+    "reserved_growth_bytes": pl.Int64,
+    "reserved_slope_bytes_per_hour": pl.Float64,
+    "is_cache_growth": pl.Boolean,
+    "device_total": pl.Int64,
+    "is_leak": pl.Boolean,
+    "is_preallocated_pool": pl.Boolean,
+}
+# What `lifetimes` returns, in this order.
+_ORDER = (
+    "instance",
+    "gpu_index",
+    "lifetime",
+    "model_version",
+    "start",
+    "end",
+    "restart_reason",
+    "requests",
+    "ooms",
+    "windows",
+    "baseline_start_bytes",
+    "baseline_end_bytes",
+    "growth_bytes",
+    "slope_bytes_per_hour",
+    "r2",
+    "rising_share",
+    "card",
+    "device_total",
+    "limit_bytes",
+    "request_peak_bytes",
+    "hours_to_oom",
+    "hours_to_oom_from_start",
+    "restart_within_hours",
+    "is_leak",
+    "is_cache_growth",
+    "is_preallocated_pool",
+    "reserved_low_bytes",
+    "reserved_end_bytes",
+    "reserved_growth_bytes",
+    "reserved_slope_bytes_per_hour",
+)
+_ADDED: dict[str, pl.DataType | type[pl.DataType]] = {
+    "card": pl.Utf8,
+    "request_peak_bytes": pl.Int64,
+    "limit_bytes": pl.Int64,
+    "hours_to_oom": pl.Float64,
+    "hours_to_oom_from_start": pl.Float64,
+    "restart_within_hours": pl.Float64,
+}
+LIFETIME_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
+    name: {**_FITTED_SCHEMA, **_ADDED}[name] for name in _ORDER
+}
+
+
+def _empty_lifetimes() -> pl.DataFrame:
+    return pl.DataFrame(schema=LIFETIME_SCHEMA)
+
+
+def leaking_versions(lives: pl.DataFrame) -> pl.DataFrame:
+    """Per model version: its lifetimes, how many leak, the rates, its first deploy and the restarts."""
+    fitted = lives.filter(pl.col("windows") >= MIN_WINDOWS)
+    per_version = fitted.group_by("model_version").agg(
+        pl.len().alias("lifetimes"),
+        pl.col("is_leak").sum().alias("leaking_lifetimes"),
+        pl.col("instance").filter(pl.col("is_leak")).unique().sort().alias("instances"),
+        pl.col("slope_bytes_per_hour").filter(pl.col("is_leak")).median().alias("median_slope_bytes_per_hour"),
+        pl.col("slope_bytes_per_hour").filter(pl.col("is_leak")).min().alias("min_slope_bytes_per_hour"),
+        pl.col("slope_bytes_per_hour").filter(pl.col("is_leak")).max().alias("max_slope_bytes_per_hour"),
+        pl.col("r2").filter(pl.col("is_leak")).min().alias("min_r2"),
+        pl.col("start").min().alias("first_seen"),
+        pl.col("hours_to_oom_from_start").filter(pl.col("is_leak")).min().alias("min_hours_to_oom_from_start"),
+        pl.col("restart_within_hours").filter(pl.col("is_leak")).min().alias("restart_every_hours"),
+        (pl.col("is_leak") & (pl.col("restart_reason") == "baseline_drop")).sum().alias("restarts"),
+        pl.col("ooms").filter(pl.col("is_leak")).sum().alias("ooms_in_leaking_lifetimes"),
+    )
+    share = pl.col("leaking_lifetimes") / pl.col("lifetimes")
+    return per_version.with_columns(share.alias("leak_share"), (share >= VERSION_LEAK_SHARE).alias("leaks")).sort(
+        "model_version"
+    )
+
+
+def first_deploy(lives: pl.DataFrame, version: str) -> tuple[datetime, str, bool] | None:
+    """When and where `version` first ran, and whether that was a deploy (it replaced another version)."""
+    rows = lives.filter(pl.col("model_version") == version).sort("start")
+    if rows.is_empty():
+        return None
+    deploys = rows.filter(pl.col("restart_reason") == "version_change")
+    first = (deploys if not deploys.is_empty() else rows).row(0, named=True)
+    return first["start"], first["instance"], not deploys.is_empty()
+
+
+def cache_growth(lives: pl.DataFrame) -> pl.DataFrame:
+    """Lifetimes whose allocator cache grew while the allocated baseline stayed flat (not leaks)."""
+    return lives.filter(pl.col("is_cache_growth")).select(
+        "instance",
+        "gpu_index",
+        "lifetime",
+        "model_version",
+        "start",
+        "end",
+        "baseline_start_bytes",
+        "baseline_end_bytes",
+        "reserved_low_bytes",
+        "reserved_end_bytes",
+        "reserved_growth_bytes",
+        "reserved_slope_bytes_per_hour",
+    )
+
+
+def findings(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> list[Finding]:
+    """A `leak` finding per model version whose lifetimes leak, over lifetimes overlapping [since, until)."""
+    # classify reads the lifetimes this module fits; the leak's impact is the OOMs it classifies as leaks
+    from .classify import classify_ooms
+
+    lives = lifetimes(con, None, until)
+    classified = classify_ooms(con, since, until, lives=lives)
+    if since is not None:
+        lives = lives.filter(pl.col("end") >= since)
+    return leak_findings(lives, classified)
+
+
+def leak_findings(lives: pl.DataFrame, classified: pl.DataFrame) -> list[Finding]:
+    """A finding per leaking version: rate, fit, first deploy, restarts, OOMs and what to do."""
+    counts = (
+        classified.filter((pl.col("cause") == "leak") & pl.col("duplicate_of").is_null())
+        .group_by("model_version")
+        .len()
+    )
+    ooms = dict(zip(counts["model_version"].to_list(), counts["len"].to_list(), strict=True))
+    versions = leaking_versions(lives).filter(pl.col("leaks"))
+    return [_leak_finding(lives, row, ooms.get(row["model_version"], 0)) for row in versions.iter_rows(named=True)]
+
+
+def _leak_finding(lives: pl.DataFrame, v: dict, ooms: int) -> Finding:
+    """The sentence, the advice and the metrics of one leaking version."""
+    version = v["model_version"]
+    deploy = first_deploy(lives, version)
+    leaking = lives.filter((pl.col("model_version") == version) & pl.col("is_leak"))
+    rate = _rate(v["median_slope_bytes_per_hour"])
+    when = (
+        ""
+        if deploy is None
+        else (
+            f", {'starting with its deploy' if deploy[2] else 'since its first request'} at "
+            f"{deploy[0]:%Y-%m-%d %H:%M} UTC on {deploy[1]}"
+        )
+    )
+    spread = (
+        ""
+        if v["leaking_lifetimes"] < 2
+        else f", {_rate(v['min_slope_bytes_per_hour'])} to {_rate(v['max_slope_bytes_per_hour'])}"
+    )
+    restarts = f"; {v['restarts']} restarts dropped it back" if v["restarts"] else ""
+    text = (
+        f"the allocated baseline after requests climbs in {v['leaking_lifetimes']} of {v['lifetimes']} "
+        f"process lifetimes of {version} on {', '.join(v['instances'])} (median {rate}{spread}; "
+        f"R^2 at least {v['min_r2']:.2f}){when}{restarts}; {ooms} OOMs classified as leak"
+    )
+    every = _restart_every(v["restart_every_hours"])
+    previous = _previous_version(lives, version)
+    since = "" if deploy is None else (f" {'after deploy at' if deploy[2] else 'since'} {deploy[0]:%Y-%m-%d %H:%M} UTC")
+    advice = (
+        f"fix the leak in model version {version} (allocated baseline +{rate}{since})"
+        f"{f'; restart every {every} as a stopgap' if every else ''}"
+        f"{f', or roll back to {previous}' if previous else ''}"
+    )
+    confidence = round(min(0.99, v["leak_share"] * float(cast(float, leaking["r2"].median()))), 2)
+    metrics = {
+        "model_version": version,
+        "lifetimes": v["lifetimes"],
+        "leaking_lifetimes": v["leaking_lifetimes"],
+        "instances": v["instances"],
+        "median_slope_bytes_per_hour": v["median_slope_bytes_per_hour"],
+        "min_slope_bytes_per_hour": v["min_slope_bytes_per_hour"],
+        "max_slope_bytes_per_hour": v["max_slope_bytes_per_hour"],
+        "min_r2": v["min_r2"],
+        "first_deploy": None if deploy is None else deploy[0].isoformat(),
+        "first_deploy_instance": None if deploy is None else deploy[1],
+        "first_deploy_is_deploy": None if deploy is None else deploy[2],
+        "restarts": v["restarts"],
+        "leak_ooms": ooms,
+        "min_hours_to_oom_from_start": v["min_hours_to_oom_from_start"],
+        "restart_every_hours": v["restart_every_hours"],
+        "rolled_back_to": previous,
+    }
+    window = Window(None if deploy is None else deploy[0], cast(datetime, leaking["end"].max()))
+    return Finding("leak", f"model_version {version}", text, advice, confidence, float(max(1, ooms)), window, metrics)
+
+
+def _rate(bytes_per_hour: float | None) -> str:
+    """`106 MiB/h`, `1.20 GiB/h`."""
+    if bytes_per_hour is None:
+        return "unknown"
+    value = abs(bytes_per_hour)
+    text = f"{value / GIB:.2f} GiB/h" if value >= GIB else f"{value / MIB:.0f} MiB/h"
+    return text if bytes_per_hour >= 0 else f"-{text}"
+
+
+def _restart_every(hours: float | None) -> str | None:
+    """A restart interval for people: `11 h`, `45 min`, `12 s`."""
+    if hours is None or hours <= 0:
+        return None
+    if hours >= 1:
+        return f"{int(hours)} h"
+    return f"{int(hours * 60)} min" if hours * 60 >= 1 else f"{max(1, int(hours * 3600))} s"
+
+
+def _previous_version(lives: pl.DataFrame, version: str) -> str | None:
+    """The version that ran before `version` was first deployed, on the same instance."""
+    deploy = first_deploy(lives, version)
+    if deploy is None:
+        return None
+    before = lives.filter(
+        (pl.col("instance") == deploy[1]) & (pl.col("start") < deploy[0]) & (pl.col("model_version") != version)
+    ).sort("start")
+    return None if before.is_empty() else before["model_version"][-1]

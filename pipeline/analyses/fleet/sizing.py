@@ -1,0 +1,259 @@
+"""Sizing advice by the article's rules, and the card table it picks from.
+
+Rules (domain.md): keep the steady level under 60 %; consider a larger card when the daily peak stays above
+80 % for two weeks, a smaller one when it stays under 40 %; size at 1.3-1.5 x the measured peak. The peak of
+a day is the most a request held (`peak_allocated`, or reserved when higher) over the card's total; the
+measured peak adds the process's CUDA context (not in PyTorch's counters), read from its OOM messages
+(`this process has` minus PyTorch's share) or 1 GiB when it has none (domain.md's upper estimate).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+import duckdb
+import polars as pl
+
+from ...findings.finding import Finding, Window
+from ...load.sql import sql_text
+from .water_levels import water_levels, window_params
+
+GIB = 1 << 30
+LOOKBACK_DAYS = 14
+MIN_DAYS_SEEN = 12  # of the 14: a day without traffic (an outage, a holiday) does not reset the count
+UPGRADE_LEVEL = 0.80
+DOWNSIZE_LEVEL = 0.40
+STEADY_TARGET = 0.60
+SAFETY = (1.3, 1.5)
+DEFAULT_CONTEXT_BYTES = GIB
+
+
+@dataclass(frozen=True)
+class Card:
+    """A card from domain.md's table; `total_bytes` is the total PyTorch reports for it (approximate for
+    cards we have no capture of: nominal GB are decimal, the reported total is a little less)."""
+
+    name: str
+    nominal_gb: int
+    total_bytes: int
+    bandwidth_gbs: int
+
+    @property
+    def label(self) -> str:
+        """The name with its size, as people say it: 'A10 24 GB', 'V100 32 GB'."""
+        return self.name if self.name.endswith(" GB") else f"{self.name} {self.nominal_gb} GB"
+
+
+def _gib(value: float) -> int:
+    return int(value * GIB)
+
+
+# Totals as PyTorch's OOM messages print them ("total capacity of ... GiB"): A10, A100 80 GB and H200 from
+# the sample fleet and the real captures; the others from commonly seen messages, to within 0.1 GiB.
+CARDS: tuple[Card, ...] = (
+    Card("T4", 16, _gib(14.75), 320),
+    Card("A10", 24, 23_581_097_984, 600),
+    Card("V100 32 GB", 32, _gib(31.74), 900),
+    Card("A100 40 GB", 40, _gib(39.39), 1555),
+    Card("L20", 48, _gib(44.40), 864),
+    Card("H100", 80, _gib(79.10), 3350),
+    Card("H800", 80, _gib(79.10), 3350),
+    Card("A100 80 GB", 80, 84_976_271_360, 2039),
+    Card("H200", 141, 150_109_880_320, 4800),
+)
+# Device totals within this share of a card's total are that card.
+_MATCH_TOLERANCE = 0.03
+
+
+def card_name(device_total: int) -> str:
+    """'A10 24 GB', '80 GB (H100 / H800 / A100 80 GB)', or the size in GiB for a card not in the table."""
+    matches = [c for c in CARDS if abs(device_total - c.total_bytes) <= _MATCH_TOLERANCE * c.total_bytes]
+    if not matches:
+        return f"{device_total / GIB:.2f} GiB"
+    exact = [c for c in matches if c.total_bytes == device_total]
+    matches = exact or matches
+    if len(matches) == 1:
+        return matches[0].label
+    return f"{matches[0].nominal_gb} GB ({' / '.join(c.name for c in matches)})"
+
+
+def smallest_card(need_bytes: float) -> Card | None:
+    """The smallest card (by total, then the faster) holding `need_bytes`, or None when none does."""
+    fitting = [c for c in CARDS if c.total_bytes >= need_bytes]
+    return min(fitting, key=lambda c: (c.total_bytes, -c.bandwidth_gbs)) if fitting else None
+
+
+def daily_peaks(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
+    """Per device and UTC day: the peak level (whatever held more), the allocated-only peak, the peak bytes,
+    OOMs and requests."""
+    return con.sql(sql_text("q_sizing_daily_peaks"), params=window_params(since, until)).pl()
+
+
+def context_bytes(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
+    """Per device: the memory its process holds outside PyTorch (CUDA context, libraries), from its
+    OOM messages."""
+    return con.sql(sql_text("q_sizing_context"), params=window_params(since, until)).pl()
+
+
+def sizing(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
+    """Per device: the last 14 days' daily peaks, the measured peak with its context, the action
+    (`upgrade`, `downsize`, `fix_allocator`, `keep`, or `too_little_history`) and the card that fits."""
+    peaks = daily_peaks(con, since, until)
+    if peaks.is_empty():
+        return pl.DataFrame()
+    context = context_bytes(con, since, until)
+    steady = _steady_levels(con, since, until)
+    rows = [
+        _advise(key, group, context, steady)
+        for key, group in peaks.group_by("instance", "gpu_index", maintain_order=True)
+    ]
+    return pl.DataFrame(rows).sort("instance", "gpu_index")
+
+
+def _steady_levels(
+    con: duckdb.DuckDBPyConnection, since: datetime | None, until: datetime | None
+) -> dict[tuple[str, int], float]:
+    """Per device: the time-weighted median held level (water_levels' `steady_level`)."""
+    levels = water_levels(con, since, until)
+    return {(r["instance"], r["gpu_index"]): r["steady_level"] for r in levels.iter_rows(named=True)}
+
+
+def _advise(
+    key: tuple, days: pl.DataFrame, context: pl.DataFrame, steady: dict[tuple[str, int], float]
+) -> dict[str, object]:
+    """One device's sizing row."""
+    instance, gpu_index = key
+    last_day: date = days["day"].max()  # type: ignore[assignment]
+    first_day = last_day - timedelta(days=LOOKBACK_DAYS - 1)
+    recent = days.filter(pl.col("day") >= first_day)
+    ctx = context.filter((pl.col("instance") == instance) & (pl.col("gpu_index") == gpu_index))
+    ctx_bytes = int(ctx["context_bytes"][0]) if ctx.height else DEFAULT_CONTEXT_BYTES
+    total = int(days["device_total"].max())  # type: ignore[arg-type]
+    action = _action(days, recent, first_day)
+    # An allocator fix frees the reserved-but-unallocated part: size on what was allocated.
+    column = "peak_allocated_bytes" if action == "fix_allocator" else "peak_bytes"
+    peak = int(recent[column].max()) + ctx_bytes  # type: ignore[arg-type]
+    card = smallest_card(SAFETY[0] * peak)
+    return {
+        "instance": instance,
+        "gpu_index": gpu_index,
+        "card": card_name(total),
+        "device_total": total,
+        "lookback_start": first_day,
+        "lookback_end": last_day,
+        "days_seen": recent.height,
+        "days_above_80": int((recent["peak_level"] >= UPGRADE_LEVEL).sum()),
+        "days_below_40": int((recent["peak_level"] < DOWNSIZE_LEVEL).sum()),
+        "peak_level": float(recent["peak_level"].max()),  # type: ignore[arg-type]
+        "allocated_peak_level": float(recent["allocated_peak_level"].max()),  # type: ignore[arg-type]
+        "steady_level": steady.get((instance, gpu_index)),
+        "context_bytes": ctx_bytes,
+        "measured_peak_bytes": peak,
+        "action": action,
+        "target_card": None if card is None else card.label,
+        "target_total_bytes": None if card is None else card.total_bytes,
+        "target_margin": None if card is None else card.total_bytes / peak,
+        "ooms_in_lookback": int(recent["ooms"].sum()),
+    }
+
+
+def _action(days: pl.DataFrame, recent: pl.DataFrame, first_day: date) -> str:
+    """The article's rule for these daily peaks."""
+    if days["day"].min() > first_day or recent.height < MIN_DAYS_SEEN:  # type: ignore[operator]
+        return "too_little_history"
+    if (recent["peak_level"] >= UPGRADE_LEVEL).all():
+        # Reserved-but-unallocated memory (allocator cache, fragmentation) is not a reason to buy memory.
+        allocated_high = (recent["allocated_peak_level"] >= UPGRADE_LEVEL).mean()
+        return "upgrade" if allocated_high >= 0.5 else "fix_allocator"  # type: ignore[operator]
+    if (recent["peak_level"] < DOWNSIZE_LEVEL).all():
+        return "downsize"
+    return "keep"
+
+
+def sizing_findings(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> list[Finding]:
+    """`sizing` findings for devices to upgrade, downsize, or whose allocator fills the card.
+
+    impact: for an upgrade or allocator fix, the device's OOMs in the 14 days (what the move addresses);
+    a downsize prevents no OOM and has impact 0 (it saves money, it is ranked last).
+    """
+    table = sizing(con, since, until)
+    if table.is_empty():
+        return []
+    acted = table.filter(pl.col("action").is_in(["upgrade", "downsize", "fix_allocator"]))
+    out = []
+    for row in acted.iter_rows(named=True):
+        finding = _finding(row)
+        if finding is not None:
+            out.append(finding)
+    return out
+
+
+def _finding(row: dict) -> Finding | None:
+    """The sizing finding for one device's row, or None when a downsize finds no smaller card."""
+    target = row["target_card"]
+    smaller = row["target_total_bytes"] is not None and row["target_total_bytes"] < row["device_total"]
+    if row["action"] == "downsize" and not smaller:
+        return None
+    subject = row["instance"] if row["gpu_index"] == 0 else f"{row['instance']} GPU {row['gpu_index']}"
+    return Finding(
+        kind="sizing",
+        subject=subject,
+        evidence=_evidence(row),
+        advice=_advice(row, target),
+        confidence={"upgrade": 0.8, "downsize": 0.7, "fix_allocator": 0.5}[row["action"]],
+        impact=0.0 if row["action"] == "downsize" else float(row["ooms_in_lookback"]),
+        window=Window(
+            datetime.combine(row["lookback_start"], datetime.min.time()),
+            datetime.combine(row["lookback_end"] + timedelta(days=1), datetime.min.time()),
+        ),
+        metrics={k: (v.isoformat() if isinstance(v, date) else v) for k, v in row.items()},
+    )
+
+
+def _evidence(row: dict) -> str:
+    """What the rule saw."""
+    steady = row["steady_level"]
+    steady_text = "" if steady is None else f"; steady level {steady:.0%} (target under 60 %)"
+    peak_kind = "allocated peak" if row["action"] == "fix_allocator" else "measured peak"
+    return (
+        f"{row['card']}: the daily peak was {row['peak_level']:.0%} at most over "
+        f"{row['lookback_start']}..{row['lookback_end']}, above 80 % on {row['days_above_80']} and under "
+        f"40 % on {row['days_below_40']} of {row['days_seen']} days seen (allocated alone peaked at "
+        f"{row['allocated_peak_level']:.0%}){steady_text}; {peak_kind} "
+        f"{row['measured_peak_bytes'] / GIB:.2f} GiB including {row['context_bytes'] / GIB:.2f} GiB of "
+        f"CUDA context; "
+        f"{row['ooms_in_lookback']} OOMs in those days."
+    )
+
+
+def _advice(row: dict, target: str | None) -> str:
+    """What to do, with the card sized at 1.3-1.5 x the measured peak."""
+    peak_kind = "allocated peak" if row["action"] == "fix_allocator" else "measured peak"
+    need = (
+        f"1.3-1.5 x the {peak_kind} is {SAFETY[0] * row['measured_peak_bytes'] / GIB:.1f}-"
+        f"{SAFETY[1] * row['measured_peak_bytes'] / GIB:.1f} GiB"
+    )
+    fit = (
+        "no card in the table holds it"
+        if target is None
+        else f"the smallest card that fits is {target} ({row['target_margin']:.2f} x the peak)"
+    )
+    if row["device_total"] >= SAFETY[0] * row["measured_peak_bytes"]:
+        fit = f"the current card holds {row['device_total'] / row['measured_peak_bytes']:.2f} x it"
+    if row["action"] == "fix_allocator":
+        return (
+            "Do not buy memory yet: the card is full of reserved-but-unallocated memory, not of tensors. "
+            "Try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True or empty_cache() between requests, "
+            f"then size again ({need}; {fit})."
+        )
+    verb = "Move to a larger card" if row["action"] == "upgrade" else "Move to a smaller card"
+    return f"{verb}: {need}; {fit}."

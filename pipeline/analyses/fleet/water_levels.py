@@ -1,0 +1,89 @@
+"""Water levels per device: time above the alert levels, predictive alerts, and the sizing findings.
+
+Memory use is `reserved_after / device_total`: what the process holds between requests, which is what
+`nvidia-smi` (less the CUDA context) and the article's 70/85/95 % alerts watch. A request's own peak
+(`peak_allocated`, or reserved when higher) lasts only as long as the request, so it is reported beside the
+level (share of requests peaking above each level) and drives the sizing rules, not the time above.
+Where telemetry covers a device (nvidia-smi or DCGM samples in `gpu_samples`), the levels gain `telemetry_*`
+columns from the card's used / total, which see the CUDA context and other processes too, and the predictive
+alert reads the least free memory the telemetry saw when that is lower (`level_source` says which devices).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import duckdb
+import polars as pl
+
+from ...findings.finding import Finding
+from ...load.sql import bind, sql_text
+from ..shared import shared
+from .aggregates import utc_naive
+
+ALERT_LEVELS: tuple[float, ...] = (0.70, 0.85, 0.95)  # notice, warning, critical (domain.md)
+# A request holds its level until the next one, but not across a longer gap: the device may have been
+# idle or down, and we do not know what it held then.
+MAX_HOLD_S = 1800
+# Predictive alert: free memory below this multiple of the peak need of the largest recent request.
+ALERT_NEED_FACTOR = 1.2
+
+
+def window_params(since: datetime | None, until: datetime | None) -> dict[str, datetime | None]:
+    """SQL parameters `since` / `until` as naive UTC, the way timestamps are stored."""
+    return {"since": utc_naive(since), "until": utc_naive(until)}
+
+
+def _params(since: datetime | None, until: datetime | None) -> dict[str, object]:
+    """The window and the constants the water-level queries take as parameters."""
+    levels = {f"level_{round(lv * 100)}": lv for lv in ALERT_LEVELS}
+    constants = {"max_hold_s": MAX_HOLD_S, "need_factor": ALERT_NEED_FACTOR}
+    return {**window_params(since, until), **constants, **levels}
+
+
+def _with_hourly(name: str) -> str:
+    """A water-level query with its shared hourly rows (q_water_hourly.sql) in place of `{hourly}`."""
+    return sql_text(name).replace("{hourly}", sql_text("q_water_hourly").rstrip().rstrip(";"))
+
+
+@shared()
+def water_levels(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
+    """Per device: hours observed, hours held above 70/85/95 %, share of requests peaking above them, the
+    steady level (median over clock hours of the time-weighted held level), the peaks, and the hours and
+    episodes of predictive alert."""
+    query = _with_hourly("q_water_levels")
+    levels = con.sql(query, params=bind(query, _params(since, until))).pl()
+    return _with_telemetry(con, levels, _params(since, until))
+
+
+def _with_telemetry(con: duckdb.DuckDBPyConnection, levels: pl.DataFrame, params: dict[str, object]) -> pl.DataFrame:
+    """The request-based levels with the device's telemetry levels beside them (NULL where none)."""
+    query = sql_text("q_water_telemetry")
+    device = con.sql(query, params=bind(query, params)).pl()
+    if levels.is_empty():
+        return levels
+    joined = levels.join(
+        device.cast({"gpu_index": levels.schema["gpu_index"]}), on=["instance", "gpu_index"], how="left"
+    )
+    source = pl.when(pl.col("telemetry_samples") > 0).then(pl.lit("telemetry")).otherwise(pl.lit("requests"))
+    return joined.with_columns(source.alias("level_source"))
+
+
+def alert_episodes(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
+    """Predictive alert episodes per device: runs of consecutive clock hours whose least free memory was
+    below 1.2 x the largest peak need of the hour and the hour before."""
+    query = _with_hourly("q_water_alert_episodes")
+    return con.sql(query, params=bind(query, _params(since, until))).pl()
+
+
+def findings(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> list[Finding]:
+    """Sizing findings (upgrade / downsize with the card to move to); see `sizing`."""
+    from .sizing import sizing_findings  # sizing builds on this module's tables
+
+    return sizing_findings(con, since, until)

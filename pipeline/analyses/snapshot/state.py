@@ -1,0 +1,104 @@
+"""The final allocator state of a snapshot: totals per pool, fragmentation, whether a request would fit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import polars as pl
+
+from ...errors import DatabaseError
+
+# The caching allocator's pools: requests up to 1 MiB come from the small pool, larger ones from the large.
+SMALL_REQUEST_BYTES = 1 << 20
+# Every block size is a multiple of 512 bytes (kMinBlockSize); a request is rounded up to it.
+BLOCK_ROUNDING_BYTES = 512
+
+
+@dataclass(frozen=True)
+class SnapshotState:
+    """What the allocator held when the snapshot was taken."""
+
+    allocated_bytes: int
+    active_bytes: int
+    reserved_bytes: int
+    reserved_unallocated_bytes: int
+    requested_bytes: int
+    free_bytes: int
+    largest_free_block_bytes: int
+    fragmentation: float
+    internal_waste_bytes: int
+    small_reserved_bytes: int
+    large_reserved_bytes: int
+    private_reserved_bytes: int
+    segment_count: int
+    block_count: int
+    expandable_segments: bool
+    trace_event_count: int
+    oom_count: int
+    first_time_us: int | None
+    last_time_us: int | None
+
+
+@dataclass(frozen=True)
+class FitVerdict:
+    """Would a request of `requested_bytes` be served from the memory this process already holds?"""
+
+    requested_bytes: int
+    pool: str
+    fits: bool
+    cause: str
+    reason: str
+    largest_free_block_bytes: int
+    pool_free_bytes: int
+    reserved_unallocated_bytes: int
+
+
+def snapshot_state(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> SnapshotState:
+    """Totals, fragmentation (1 - largest free block / total free) and internal waste (size - requested)."""
+    row = con.sql(
+        "SELECT * EXCLUDE (snapshot_id) FROM fct_snapshot_state WHERE snapshot_id = ?", params=[snapshot_id]
+    ).pl()
+    if row.is_empty():
+        raise DatabaseError(f"no snapshot with id {snapshot_id} in the database", hint="see the snapshots table")
+    return SnapshotState(**row.row(0, named=True))
+
+
+def pool_states(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> pl.DataFrame:
+    """One row per pool (small / large / private): segments, reserved, allocated, free, largest free block."""
+    return con.sql(
+        "SELECT * EXCLUDE (snapshot_id) FROM fct_snapshot_pools WHERE snapshot_id = ? ORDER BY pool",
+        params=[snapshot_id],
+    ).pl()
+
+
+def would_fit(con: duckdb.DuckDBPyConnection, snapshot_id: int, requested_bytes: int) -> FitVerdict:
+    """Whether a new request fits a free block of its pool, and if not, why not."""
+    rounded = -(-requested_bytes // BLOCK_ROUNDING_BYTES) * BLOCK_ROUNDING_BYTES
+    pool = "small" if rounded <= SMALL_REQUEST_BYTES else "large"
+    pools = pool_states(con, snapshot_id)
+    row = pools.filter(pl.col("pool") == pool)
+    largest = int(row["largest_free_block_bytes"].sum()) if row.height else 0
+    pool_free = int(row["free_bytes"].sum()) if row.height else 0
+    unallocated = int(pools["reserved_unallocated_bytes"].sum())
+    cause, reason = _fit_reason(rounded, pool, largest, pool_free)
+    return FitVerdict(requested_bytes, pool, cause == "fits", cause, reason, largest, pool_free, unallocated)
+
+
+def _fit_reason(rounded: int, pool: str, largest: int, pool_free: int) -> tuple[str, str]:
+    """(cause, one line): fits, fragmentation (enough free in total, no block large enough), or new memory."""
+    if largest >= rounded:
+        return "fits", f"a free block of {_mib(largest)} in the {pool} pool can hold {_mib(rounded)}"
+    if pool_free >= rounded:
+        return "fragmentation", (
+            f"the {pool} pool has {_mib(pool_free)} free in total, but its largest free "
+            f"block is {_mib(largest)}: the request needs new memory from CUDA"
+        )
+    return "needs_new_memory", (
+        f"only {_mib(pool_free)} free in the {pool} pool: {_mib(rounded)} must come "
+        "from a new cudaMalloc, which fails if the device (or the process cap) is full"
+    )
+
+
+def _mib(value: int) -> str:
+    return f"{value / (1 << 20):.1f} MiB"

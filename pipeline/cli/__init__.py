@@ -1,0 +1,1 @@
+"""The `oomlab` command line: click commands and terminal rendering, nothing else."""

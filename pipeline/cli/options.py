@@ -1,0 +1,25 @@
+"""Options and converters shared by the command modules (cli.py, cli_*.py)."""
+
+from __future__ import annotations
+
+import click
+
+DB_OPTION = click.option(
+    "--db",
+    "db_path",
+    default="oomlab.duckdb",
+    show_default=True,
+    envvar="OOMLAB_DB",
+    type=click.Path(dir_okay=False),
+    help="DuckDB file (env OOMLAB_DB).",
+)
+
+
+def size_option(value: str | None) -> int | None:
+    """A size such as `1GiB` or `512MB` as bytes; a usage error names the bad value."""
+    from ..units import parse_bytes
+
+    try:
+        return parse_bytes(value) if value is not None else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None

@@ -1,0 +1,55 @@
+"""Terminal and JSON output of `oomlab findings`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rich.console import Console
+from rich.padding import Padding
+from rich.text import Text
+
+from ..findings.finding import Finding
+
+
+def findings_document(found: list[Finding], since: datetime | None, until: datetime | None) -> dict[str, object]:
+    """The documented JSON document (docs/findings.md)."""
+    return {
+        "generated_at": datetime.now(UTC).replace(tzinfo=None, microsecond=0).isoformat(),
+        "since": since.isoformat() if since else None,
+        "until": until.isoformat() if until else None,
+        "findings": [f.to_json() for f in found],
+    }
+
+
+def write_findings_json(found: list[Finding], since: datetime | None, until: datetime | None, path: str) -> None:
+    """Write the JSON document to a file, or stdout for `-`."""
+    text = json.dumps(findings_document(found, since, until), indent=2, default=str) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+    else:
+        Path(path).write_text(text, encoding="utf-8")
+
+
+def _heading(number: int, finding: Finding) -> Text:
+    heading = Text(f"{number}. ", style="bold")
+    heading.append(finding.subject, style="bold")
+    heading.append(f"  [{finding.kind}]", style="cyan")
+    if finding.window and finding.window.recurring:
+        heading.append(f"  {finding.window.recurring}", style="magenta")
+    heading.append(f"  confidence {finding.confidence:.2f}, impact {finding.impact:,.0f} OOMs", style="dim")
+    return heading
+
+
+def print_findings(found: list[Finding]) -> None:
+    """Ranked findings, each as a heading, its evidence and what to do."""
+    console = Console(soft_wrap=False)
+    if not found:
+        console.print("no findings: nothing in the data stands out")
+        return
+    for number, finding in enumerate(found, start=1):
+        console.print(_heading(number, finding))
+        console.print(Padding(Text(finding.evidence), (0, 0, 0, 4)))
+        console.print(Padding(Text("-> " + finding.advice, style="green"), (0, 0, 1, 4)))

@@ -1,0 +1,31 @@
+"""Terminal output of `oomlab report` and `oomlab demo`: what was written and where."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from ..api import DemoResult
+
+
+def print_written(paths: list[Path]) -> None:
+    """One line per file written, with its size."""
+    console = Console(soft_wrap=True, highlight=False)
+    for path in paths:
+        console.print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
+
+
+def print_demo(result: DemoResult, top: int = 5) -> None:
+    """The demo's pages and its top findings with their actions."""
+    console = Console(soft_wrap=True, highlight=False)
+    console.print(f"database: {result.db_path}")
+    print_written(result.written)
+    table = Table(title=f"Top findings ({len(result.findings)} in all)", show_lines=False)
+    for column in ("#", "kind", "action"):
+        table.add_column(column)
+    for finding in result.findings[:top]:
+        table.add_row(str(finding["rank"]), str(finding["kind"]).replace("_", " "), str(finding["action"]))
+    console.print(table)
+    console.print(f"open {result.written[0]} in a browser for the weekly report")

@@ -1,0 +1,258 @@
+"""Findings from classified OOMs: fragmentation per instance, external pressure per neighbour, capacity
+per card.
+
+Input is `classify.classify_ooms`'s frame; snapshot OOMs that repeat a log event (`duplicate_of`) are counted
+once. A scheduled job whose runs hold most of a neighbour's OOMs names the neighbour.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import cast
+
+import duckdb
+import polars as pl
+
+from ..analyses.fleet.classify_rules import size
+from ..analyses.fleet.oom_limits import token_cost
+from ..load.sql import sql_text
+from .finding import Finding, Window
+
+# A job explains a neighbour when at least this share of the neighbour's OOMs fall inside its runs.
+JOB_SHARE = 0.8
+# OOMs that all fall within this many hours of the day form a recurring window worth naming.
+RECURRING_SPAN_HOURS = 6
+
+
+def cause_findings(con: duckdb.DuckDBPyConnection, classified: pl.DataFrame) -> list[Finding]:
+    """Fragmentation, external-pressure and capacity findings from one classification."""
+    events = classified.filter(pl.col("duplicate_of").is_null())
+    return [*fragmentation_findings(events), *external_findings(con, events), *capacity_findings(con, events)]
+
+
+def _num(value: object) -> float | None:
+    """A polars aggregate (median, max, ...) as a float; None stays None."""
+    return None if value is None else float(cast(float, value))
+
+
+def _window(events: pl.DataFrame) -> Window:
+    """First to last OOM, and the daily window they fall in when they cluster by time of day."""
+    times = events["ts"].drop_nulls()
+    if times.is_empty():
+        return Window()
+    return Window(cast(datetime, times.min()), cast(datetime, times.max()), _recurring(times))
+
+
+def _recurring(times: pl.Series) -> str | None:
+    """`daily 01:00-02:30 UTC` when OOMs of several days fall in a few hours of a day (not over midnight)."""
+    minutes = times.dt.hour().cast(pl.Int32) * 60 + times.dt.minute().cast(pl.Int32)
+    low, high = int(_num(minutes.min()) or 0), int(_num(minutes.max()) or 0)
+    if times.dt.date().n_unique() < 3 or high - low > RECURRING_SPAN_HOURS * 60:
+        return None
+    start, end = low // 30 * 30, min(24 * 60 - 1, (high // 30 + 1) * 30)
+    return f"daily {start // 60:02d}:{start % 60:02d}-{end // 60:02d}:{end % 60:02d} UTC"
+
+
+def _confidence(events: pl.DataFrame) -> float:
+    return round(_num(events["confidence"].mean()) or 0.0, 2)
+
+
+def fragmentation_findings(events: pl.DataFrame) -> list[Finding]:
+    """One finding per instance whose OOMs were fragmentation."""
+    frag = events.filter(pl.col("cause") == "fragmentation")
+    out = []
+    for (instance,), group in frag.group_by(["instance"], maintain_order=True):
+        ratio = _num((group["reserved_unallocated_bytes"] / group["requested_bytes"]).median())
+        unalloc = _num(group["reserved_unallocated_bytes"].median())
+        text = (
+            f"{group.height} OOMs on {instance} failed although reserved-but-unallocated memory was "
+            f"{_ratio(ratio)} the request (median {size(unalloc)} unallocated against "
+            f"{size(_num(group['requested_bytes'].median()))} requested, "
+            f"{size(_num(group['free_bytes'].median()))} "
+            f"free on the device): no cached block was large enough"
+        )
+        advice = (
+            f"set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True on {instance}; find the long-lived "
+            f"small allocations that pin segments (a snapshot's top sites) and free or pool them"
+        )
+        out.append(
+            Finding(
+                "fragmentation",
+                f"instance {instance}",
+                text,
+                advice,
+                _confidence(group),
+                float(group.height),
+                _window(group),
+                {
+                    "instance": instance,
+                    "ooms": group.height,
+                    "median_unallocated_bytes": unalloc,
+                    "median_unallocated_to_requested": ratio,
+                },
+            )
+        )
+    return out
+
+
+def _ratio(value: float | None) -> str:
+    return "unknown" if value is None or math.isnan(value) else f"{value:.1f}x"
+
+
+def external_findings(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> list[Finding]:
+    """One finding per neighbour: a scheduled job across its hosts, else each instance's other process."""
+    ext = events.filter(pl.col("cause") == "external_pressure")
+    if ext.is_empty():
+        return []
+    jobs = _job_of(con, ext)
+    ext = ext.join(jobs, on="event_id", how="left")
+    keyed = ext.with_columns(
+        pl.coalesce(pl.concat_str(pl.lit("job "), "job"), pl.concat_str(pl.lit("instance "), "instance")).alias("key")
+    )
+    return [_external(key, group) for (key,), group in keyed.group_by(["key"], maintain_order=True)]
+
+
+def _job_of(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.DataFrame:
+    """Per event, the scheduled job running on its host at the time, when that job holds most of them."""
+    jobs = con.sql(sql_text("q_job_occurrences")).pl()
+    if jobs.is_empty():
+        return pl.DataFrame(schema={"event_id": pl.Int64, "job": pl.Utf8})
+    inside = (
+        events.select("event_id", "instance", "ts")
+        .join(jobs, how="cross")
+        .filter(
+            (pl.col("ts") >= pl.col("start_ts"))
+            & (pl.col("ts") < pl.col("end_ts"))
+            & (pl.col("hosts").is_null() | pl.col("hosts").list.contains(pl.col("instance")))
+        )
+    )
+    # a job counts for an instance only when most of that instance's external OOMs fall in its runs
+    per_instance = events.group_by("instance").agg(pl.len().alias("n"))
+    share = (
+        inside.group_by("instance", "name")
+        .agg(pl.col("event_id").n_unique().alias("hits"))
+        .join(per_instance, on="instance")
+        .filter(pl.col("hits") >= JOB_SHARE * pl.col("n"))
+        .sort("hits", descending=True)
+        .unique("instance", keep="first")
+    )
+    return (
+        inside.join(share.select("instance", "name"), on=["instance", "name"])
+        .select("event_id", pl.col("name").alias("job"))
+        .unique("event_id")
+    )
+
+
+def _external(key: str, group: pl.DataFrame) -> Finding:
+    """The neighbour's finding: who, how much it held, where, and what to move."""
+    hosts = sorted(group["instance"].unique().to_list())
+    pids = sorted({p for row in group["other_pids"].to_list() for p in (row or [])})
+    held = _num(group["other_bytes"].median())
+    job = group["job"][0]
+    who = f"job {job}'s process" if job else f"process {', '.join(map(str, pids[:3]))}"
+    also = group.filter(pl.col("contributing").list.contains("capacity")).height
+    fit = group.filter(pl.col("rule") == "neighbour_counterfactual").height
+    dominant = group.filter(pl.col("rule") == "dominant_neighbour").height
+    text = (
+        f"{group.height} OOMs on {', '.join(hosts)} happened while {who} held {size(held)} of the device "
+        f"({len(pids)} pid{'s' if len(pids) != 1 else ''} seen)"
+    )
+    if fit:
+        text += f"; {fit} of the failing requests fit what these cards serve without it"
+    if dominant:
+        text += f"; in {dominant} it held more of the device than this service did"
+    if also:
+        text += f"; {also} were also larger than anything that succeeded beside it (capacity under pressure)"
+    where = ", ".join(hosts)
+    advice = (
+        f"move job {job} off {where} or out of the traffic peak (its process holds {size(held)})"
+        if job
+        else f"move the neighbour process (pid {', '.join(map(str, pids[:3]))}, {size(held)}) off "
+        f"host {where}, or give this service a card of its own"
+    )
+    metrics = {
+        "hosts": hosts,
+        "job": job,
+        "pids": pids,
+        "median_neighbour_bytes": held,
+        "ooms": group.height,
+        "also_capacity": also,
+    }
+    return Finding(
+        "external_pressure",
+        key if job else f"neighbour on {key}",
+        text,
+        advice,
+        _confidence(group),
+        float(group.height),
+        _window(group),
+        metrics,
+    )
+
+
+def capacity_findings(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> list[Finding]:
+    """One finding per card: requests too large for it even on a healthy baseline; the budget that fits."""
+    cap = events.filter(pl.col("cause") == "capacity")
+    if cap.is_empty():
+        return []
+    cost = token_cost(con).select("model_version", "bytes_per_token", "fixed_bytes")
+    return [_capacity(card, group, cost) for (card,), group in cap.group_by(["card"], maintain_order=True)]
+
+
+def _capacity(card: str | None, group: pl.DataFrame, cost: pl.DataFrame) -> Finding:
+    """Requests above the card's demonstrated limit: the token budget per model version and the cap to set."""
+    tokens = group["tokens"].drop_nulls()
+    peak = _num(group["card_limit_bytes"].max())
+    limit = None if peak is None else int(peak)
+    budgets = _budgets(group, cost, limit)
+    budget = min(budgets.values()) if budgets else None
+    sized = group.filter(pl.col("tokens").is_not_null()).height
+    text = (
+        f"{group.height} OOMs where the request alone needed at least the {size(limit)} largest peak "
+        f"that succeeded on {card} cards"
+    )
+    if not tokens.is_empty():
+        low, high, mid = (int(_num(v) or 0) for v in (tokens.min(), tokens.max(), tokens.median()))
+        text += f"; the {sized} with request sizes had batch x tokens {low:,} to {high:,} (median {mid:,})"
+    if budgets:
+        fits = ", ".join(f"{n:,} tokens fit for {v}" for v, n in budgets.items())
+        text += f"; on a healthy baseline about {fits}"
+    if sized < group.height:
+        text += f"; {group.height - sized} came from logs without request sizes"
+    advice = (
+        f"cap batch x (input + output) tokens at {budget:,} on {card} cards (queue the rest), "
+        f"or serve the largest prompts on a bigger card"
+        if budget is not None
+        else f"cap batch size and prompt length on {card} cards, or move the largest requests to a bigger card"
+    )
+    metrics = {
+        "card": card,
+        "ooms": group.height,
+        "card_limit_bytes": limit,
+        "token_budget": budget,
+        "token_budget_by_model_version": budgets,
+        "min_failing_tokens": None if tokens.is_empty() else int(_num(tokens.min()) or 0),
+        "model_versions": sorted(v for v in group["model_version"].unique().to_list() if v),
+    }
+    return Finding(
+        "capacity", f"card {card}", text, advice, _confidence(group), float(group.height), _window(group), metrics
+    )
+
+
+def _budgets(group: pl.DataFrame, cost: pl.DataFrame, limit: int | None) -> dict[str, int]:
+    """Per model version: batch x tokens that fit under the card's limit on its healthy baseline."""
+    out: dict[str, int] = {}
+    per_version = (
+        group.filter(pl.col("model_version").is_not_null())
+        .group_by("model_version")
+        .agg(pl.col("healthy_baseline_bytes").median())
+        .join(cost, on="model_version", how="left")
+        .sort("model_version")
+    )
+    for row in per_version.iter_rows(named=True):
+        per_token, base = row["bytes_per_token"], row["healthy_baseline_bytes"]
+        if limit is None or base is None or not per_token or per_token <= 0:
+            continue
+        out[row["model_version"]] = max(0, int((limit - base - (row["fixed_bytes"] or 0)) / per_token))
+    return out

@@ -1,0 +1,1 @@
+"""Ingest stage: every input file through detect -> parse -> normalize -> load, one transaction per file."""

@@ -1,0 +1,181 @@
+"""Structured request logs: stage, normalize, load requests, rejects and structured OOM events."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
+
+import duckdb
+
+from ..config import IngestOptions
+from ..errors import InputError, OomlabError
+from ..load import tables as load
+from ..load.sql import run_file, sql_text
+from ..parse import detect, structured
+from ..parse.facts import FileFacts
+from ..parse.oom.message import parse_oom_message
+from ..records import OomMessage
+from .normalize import Staged, staged_select
+
+_STAGE_TABLE = "ingest_copy"  # the temp table of _copy_in_file_order (a name no view of sql/ uses)
+
+
+class FastPathRefused(Exception):
+    """DuckDB's typed reader refused the file, or its rows do not line up with the file's lines.
+
+    A failed statement aborts DuckDB's transaction, so the caller rolls back and calls again with
+    `robust=True`.
+    """
+
+
+def ingest_structured(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    kind: str,
+    source_id: int,
+    options: IngestOptions,
+    facts: Future[FileFacts],
+    robust: bool = False,
+) -> tuple[int, int]:
+    """Load one JSONL / JSON / CSV / Parquet request log; returns (rows, rejects).
+
+    The fast path lets DuckDB's typed reader load the file; `robust` reads it line by line so that each
+    bad line becomes a reject (and lines that are not UTF-8 do not stop the rest).
+    """
+    work = structured.Workspace()
+    labels = {"source_id": source_id, "instance": options.instance_for(path), "model_version": options.model_version}
+    try:
+        if kind == detect.JSON_ARRAY:
+            path, kind = structured.json_array_to_lines(path, work), detect.JSONL
+        rows, rejects = _load_rows(con, path, kind, labels, options, facts, work, robust)
+        _insert_structured_ooms(con, labels)
+        return rows, rejects
+    finally:
+        work.close()
+
+
+def _load_rows(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    kind: str,
+    labels: dict[str, object],
+    options: IngestOptions,
+    facts: Future[FileFacts],
+    work: structured.Workspace,
+    robust: bool,
+) -> tuple[int, int]:
+    """Rows and rejects loaded by the fast or the line-by-line reader."""
+    readable, compression = structured.readable_by_duckdb(path, work)
+    fast_stage, robust_stage = _stage_builders(kind, readable, compression, work)
+    if not robust:
+        try:
+            return _load_fast(con, fast_stage(con), labels, options, facts, kind)
+        except duckdb.Error as exc:
+            if robust_stage is None:
+                raise InputError(str(path), f"cannot read as {kind}: {str(exc).splitlines()[0]}") from exc
+            raise FastPathRefused from exc
+    try:
+        stage = robust_stage(con)
+        staged = staged_select(stage, options.fields, options.tz)
+        rows = _insert(con, "insert_requests", staged, labels)
+        rejects = _insert(con, "insert_stage_rejects", staged, labels)
+    except duckdb.Error as exc:
+        raise InputError(str(path), f"cannot read as {kind}: {str(exc).splitlines()[0]}") from exc
+    return rows, rejects + load.insert_rejects(con, int(labels["source_id"]), stage.rejects)  # type: ignore
+
+
+def _load_fast(
+    con: duckdb.DuckDBPyConnection,
+    stage: structured.Stage,
+    labels: dict[str, object],
+    options: IngestOptions,
+    facts: Future[FileFacts],
+    kind: str,
+) -> tuple[int, int]:
+    """Copy the file's records, as the reader types them, into a temporary table in file order; then normalize
+    and load them, numbered by that order."""
+    if "ts" not in staged_select(stage, options.fields, options.tz).mapping:
+        raise FastPathRefused  # the reader saw no timestamp column (e.g. lines that are not all objects)
+    total = _copy_in_file_order(con, stage)
+    file_facts = facts.result() if kind in detect.LINE_ORIENTED else None  # counted while DuckDB read
+    if file_facts is not None and file_facts.lines >= 0 and total != _expected_records(kind, file_facts):
+        # rows do not line up with lines: the reader skipped blank lines, or a CSV quotes newlines
+        raise FastPathRefused
+    copied = replace(
+        stage,
+        relation=_STAGE_TABLE,
+        line="rowid - $row_base + $first_line",
+        params={"row_base": load.scalar(con, f"SELECT min(rowid) FROM {_STAGE_TABLE}"), "first_line": stage.first_line},
+    )
+    staged = staged_select(copied, options.fields, options.tz)
+    rows = _insert(con, "insert_requests", staged, labels)
+    rejects = _insert(con, "insert_stage_rejects", staged, labels) if rows < total else 0
+    con.execute(f"DROP TABLE {_STAGE_TABLE}")
+    return rows, rejects
+
+
+def _copy_in_file_order(con: duckdb.DuckDBPyConnection, stage: structured.Stage) -> int:
+    """Copy the reader's records into a temp table whose row ids follow the file's order; returns its rows.
+
+    Keeping insertion order lets the reader run in parallel and still number rows (rowid order is file
+    order); the counts checked by the caller make sure no line was skipped. The copy holds the columns as
+    read, not normalized: normalizing runs once, in parallel, on the way into `requests`, and the copy is
+    the narrower of the two to write in order (about 0.3 s less for 2M lines than staging normalized rows).
+    """
+    con.execute("SET preserve_insertion_order = true")
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE_TABLE} AS SELECT * FROM {stage.relation}", stage.params)
+    finally:
+        con.execute("SET preserve_insertion_order = false")
+    return int(load.scalar(con, f"SELECT count(*) FROM {_STAGE_TABLE}"))  # type: ignore[arg-type]
+
+
+def _expected_records(kind: str, facts: FileFacts) -> int:
+    """Records a line-oriented file holds: its lines, less a CSV's header."""
+    return facts.lines - (1 if kind == detect.CSV else 0)
+
+
+def _stage_builders(kind: str, path: Path, compression: str, work: structured.Workspace) -> tuple:
+    """(fast, robust) stage builders for a kind; either may be None."""
+    if kind == detect.PARQUET:
+        return (lambda con: structured.parquet_stage(con, path)), None
+    if kind == detect.CSV:
+        return (
+            (lambda con: structured.fast_csv_stage(con, path, compression)),
+            (lambda con: structured.robust_csv_stage(con, path, work)),
+        )
+    return (
+        (lambda con: structured.fast_jsonl_stage(con, path, compression)),
+        (lambda con: structured.robust_jsonl_stage(con, path, compression, work)),
+    )
+
+
+def _insert(con: duckdb.DuckDBPyConnection, name: str, staged: Staged, labels: dict[str, object]) -> int:
+    """Run an insert from `sql/ingest/` over the staged SELECT; returns rows inserted."""
+    text = sql_text(name).replace("{staged}", staged.sql)
+    params = {**staged.params, **{k: v for k, v in labels.items() if f"${k}" in text}}
+    return int(load.scalar(con, text, params))  # type: ignore[arg-type]
+
+
+@lru_cache(maxsize=4096)
+def _parse_cached(message: str) -> OomMessage | None:
+    """OOM messages repeat across requests of the same shape: parse each text once."""
+    try:
+        return parse_oom_message(message)
+    except OomlabError:
+        return None
+
+
+def _insert_structured_ooms(con: duckdb.DuckDBPyConnection, labels: dict[str, object]) -> None:
+    """OOM requests become oom_events, with the fields their messages state (logged values win)."""
+    errors = [row["error"] for row in load.fetch_dicts(con, "select_source_errors", labels)]
+    if not errors:  # no OOM request: most files of a healthy fleet
+        return
+    parsed = {e: _parse_cached(e) for e in errors if e is not None}
+    load.register_parsed_messages(con, {e: p for e, p in parsed.items() if p is not None})
+    try:
+        run_file(con, "insert_structured_ooms", labels)
+    finally:
+        con.unregister("parsed_messages")

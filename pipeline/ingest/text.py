@@ -1,0 +1,61 @@
+"""Text logs: every OOM message found becomes an oom_events row (origin `message`); vLLM start-up memory
+reports, read from the same pass, become engine_memory rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from ..config import IngestOptions
+from ..load import tables as load
+from ..parse.telemetry.vllm import FINDER as STARTUP_FINDER
+from ..parse.text.textlog import scan_text_log
+from ..records import Reject, TextOom
+from .telemetry import insert_engine_memory, startup_scanner
+
+if TYPE_CHECKING:
+    from ..parse.text.textscan import Window
+    from .run import ReadPosition
+
+
+def ingest_text_log(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    source_id: int,
+    options: IngestOptions,
+    position: ReadPosition | None = None,
+) -> tuple[int, int]:
+    """Load the OOM messages (and engine start-up reports) of one text log; returns (rows, rejects). How far
+    the scan has got goes to `position`."""
+    instance = options.instance_for(path)
+    found: list[TextOom] = []
+    rejects: list[Reject] = []
+    startup = startup_scanner(options)
+
+    def on_window(window: Window) -> None:
+        startup.window(window)
+        if position is not None:
+            position.fraction = window.progress
+
+    for item in scan_text_log(path, default_tz=options.tz, on_window=on_window, also=[STARTUP_FINDER]):
+        (rejects if isinstance(item, Reject) else found).append(item)
+    events = _event_columns(found, source_id, instance, options.model_version)
+    rows = load.insert_oom_events(con, events, len(found))
+    rows += insert_engine_memory(con, startup.reports(), source_id, instance)
+    return rows, load.insert_rejects(con, source_id, rejects)
+
+
+def _event_columns(found: list[TextOom], source_id: int, instance: str, model_version: str | None) -> load.Columns:
+    """The oom_events rows of the messages found, column by column."""
+    count = len(found)
+    return {
+        **load.message_columns([item.oom for item in found]),
+        "source_id": [source_id] * count,
+        "line": [item.line for item in found],
+        "ts": [item.ts for item in found],
+        "instance": [instance] * count,
+        "model_version": [model_version] * count,
+        "origin": ["message"] * count,
+    }

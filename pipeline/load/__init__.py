@@ -1,0 +1,1 @@
+"""Load stage: the DuckDB file, its schema from `sql/`, one transaction per source, and the inserts."""

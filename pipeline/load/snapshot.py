@@ -1,0 +1,116 @@
+"""Put a read snapshot into DuckDB: one function shared by `oomlab ingest` and the no-DB `inspect`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import duckdb
+import pyarrow as pa
+
+from ..parse.snapshot.read import SnapshotData
+from .sql import apply_schema
+
+# Tables filled from the SnapshotData attribute of the same name (snapshot_ooms from `ooms`); the Arrow
+# column names are the SQL column names.
+DETAIL_TABLES = ("segments", "blocks", "trace_events", "stacks", "frames", "snapshot_ooms")
+_SOURCE_ATTR = {"snapshot_ooms": "ooms"}
+
+
+@dataclass(frozen=True)
+class SnapshotLabels:
+    """What the user said about a snapshot: the labels `--instance`, `--model-version`, `--tag k=v`."""
+
+    instance: str | None = None
+    model_version: str | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+def insert_snapshot(
+    con: duckdb.DuckDBPyConnection,
+    data: SnapshotData,
+    snapshot_id: int,
+    source_id: int | None = None,
+    labels: SnapshotLabels | None = None,
+) -> None:
+    """Insert one snapshot's tables under `snapshot_id`, straight from Arrow (no row-by-row Python)."""
+    labels = labels or SnapshotLabels()
+    con.execute(_SNAPSHOT_INSERT, _snapshot_row(data, snapshot_id, source_id, labels))
+    for table in DETAIL_TABLES:
+        _insert_arrow(con, table, getattr(data, _SOURCE_ATTR.get(table, table)), snapshot_id)
+
+
+def delete_source_snapshots(con: duckdb.DuckDBPyConnection, source_id: int) -> None:
+    """Remove the detail rows of a source's snapshots (keyed by snapshot_id, not source_id)."""
+    for table in DETAIL_TABLES:
+        # Table names come from this module's constant, never from input.
+        con.execute(
+            f"DELETE FROM {table} WHERE snapshot_id IN (SELECT snapshot_id FROM snapshots WHERE source_id = ?)",
+            [source_id],
+        )
+
+
+def inspect_connection(data: SnapshotData, snapshot_id: int = 1) -> duckdb.DuckDBPyConnection:
+    """An in-memory database holding the schema and this one snapshot: what `snapshot inspect` queries."""
+    con = duckdb.connect(":memory:")
+    apply_schema(con)
+    insert_snapshot(con, data, snapshot_id)
+    return con
+
+
+def _insert_arrow(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table, snapshot_id: int) -> None:
+    """`INSERT INTO table SELECT snapshot_id, *` over an Arrow table registered as a view (zero copy)."""
+    view = f"_oomlab_arrow_{table}"
+    con.register(view, rows)
+    try:
+        columns = ", ".join(rows.column_names)
+        # Identifiers come from this module's constants and the Arrow schema we built, never from input.
+        con.execute(f"INSERT INTO {table} (snapshot_id, {columns}) SELECT ?, {columns} FROM {view}", [snapshot_id])
+    finally:
+        con.unregister(view)
+
+
+_SNAPSHOT_INSERT = """
+INSERT INTO snapshots (snapshot_id, source_id, path, instance, model_version, tags, format, legacy_shapes,
+    device, devices, allocator_settings, alloc_conf, expandable_segments, first_time_us, last_time_us,
+    segment_count, block_count, trace_event_count, oom_count, stack_count,
+    allocated_bytes, active_bytes, reserved_bytes, requested_bytes, external_annotations)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+
+def _snapshot_row(data: SnapshotData, snapshot_id: int, source_id: int | None, labels: SnapshotLabels) -> list[object]:
+    """The `snapshots` row, in the column order of _SNAPSHOT_INSERT."""
+    m = data.meta
+    return [
+        snapshot_id,
+        source_id,
+        m.path,
+        labels.instance,
+        labels.model_version,
+        json.dumps(dict(labels.tags)),
+        m.format,
+        list(m.legacy_shapes),
+        m.devices[0] if m.devices else None,
+        list(m.devices),
+        _json_or_none(m.allocator_settings),
+        m.alloc_conf,
+        m.expandable_segments,
+        m.first_time_us,
+        m.last_time_us,
+        m.segment_count,
+        m.block_count,
+        m.trace_event_count,
+        m.oom_count,
+        m.stack_count,
+        m.allocated_bytes,
+        m.active_bytes,
+        m.reserved_bytes,
+        m.requested_bytes,
+        json.dumps(list(m.external_annotations), default=str),
+    ]
+
+
+def _json_or_none(value: object) -> str | None:
+    return None if value is None else json.dumps(value, default=str)

@@ -1,0 +1,130 @@
+"""SQL files from `sql/`, loaded by name: one object per file, the file name is the object's name."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from functools import cache
+from pathlib import Path
+
+import duckdb
+
+from ..assets import asset_dir
+from ..errors import DatabaseError
+
+# Creation order: every table, macro and view after the objects its SQL names (see `creation_order`).
+_FOLDERS = ("tables", "macros", "views")
+_VIEW_LAYERS = ("stg_", "fct_", "rpt_")
+_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.DOTALL)
+_WORD = re.compile(r"\w+")
+
+
+def sql_root() -> Path:
+    """The folder holding the SQL files: inside the installed package, or the repo's `sql/` in a checkout."""
+    return asset_dir("sql")
+
+
+@cache
+def _index() -> dict[str, Path]:
+    """Every SQL file by object name; two files with one name are a packaging error."""
+    files: dict[str, Path] = {}
+    for path in sorted(sql_root().rglob("*.sql")):
+        if path.stem in files:
+            raise DatabaseError(f"two SQL files named {path.stem}: {files[path.stem]} and {path}")
+        files[path.stem] = path
+    return files
+
+
+def sql_text(name: str) -> str:
+    """The text of `sql/**/<name>.sql`."""
+    path = _index().get(name)
+    if path is None:
+        raise DatabaseError(f"no SQL file named {name}.sql under {sql_root()}")
+    return path.read_text(encoding="utf-8")
+
+
+def names_in(folder: str) -> list[str]:
+    """Object names in one folder of `sql/`, sorted."""
+    return sorted(p.stem for p in (sql_root() / folder).glob("*.sql"))
+
+
+def _view_order(names: list[str]) -> list[str]:
+    """Views ordered stg_, fct_, rpt_, then anything else, each layer alphabetically."""
+
+    def layer(name: str) -> int:
+        return next((i for i, p in enumerate(_VIEW_LAYERS) if name.startswith(p)), len(_VIEW_LAYERS))
+
+    return sorted(names, key=lambda n: (layer(n), n))
+
+
+def bind(sql: str, params: dict[str, object] | None) -> dict[str, object]:
+    """The named parameters `sql` uses: DuckDB refuses any it does not."""
+    return {k: v for k, v in (params or {}).items() if f"${k}" in sql}
+
+
+def run_file(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, object] | None = None) -> None:
+    """Execute one SQL file; a failure names the file."""
+    text = sql_text(name)
+    try:
+        con.execute(text, bind(text, params))
+    except duckdb.Error as exc:
+        raise DatabaseError(f"{name}.sql failed: {exc}") from exc
+
+
+@cache
+def creation_order() -> tuple[str, ...]:
+    """Every table, macro and view, each after the others its SQL names (comments aside): tables, macros and
+    views layer by layer where nothing says otherwise. One pass in this order creates them all."""
+    names = names_in("tables") + names_in("macros") + _view_order(names_in("views"))
+    known = set(names)
+    uses = {name: sorted(set(_WORD.findall(_COMMENT.sub(" ", sql_text(name)))) & known - {name}) for name in names}
+    order: list[str] = []
+
+    def place(name: str, path: tuple[str, ...]) -> None:
+        if name in order:
+            return
+        if name in path:
+            raise DatabaseError(f"SQL objects name each other in a circle: {' -> '.join((*path, name))}")
+        for used in uses[name]:
+            place(used, (*path, name))
+        order.append(name)
+
+    for name in names:
+        place(name, ())
+    return tuple(order)
+
+
+@cache
+def schema_fingerprint() -> str:
+    """A hash of every table, macro and view definition: tells whether a database's schema is current."""
+    digest = hashlib.sha256()
+    for folder in _FOLDERS:
+        for path in sorted((sql_root() / folder).glob("*.sql")):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return "oomlab schema " + digest.hexdigest()[:16]
+
+
+def _stored_fingerprint(con: duckdb.DuckDBPyConnection) -> str | None:
+    rows = con.execute(
+        "SELECT comment FROM duckdb_tables() WHERE table_name = 'sources' "
+        "AND schema_name = 'main' AND database_name = current_database()"
+    ).fetchall()
+    return rows[0][0] if rows else None
+
+
+def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Create every table, macro and view that does not exist yet, unless the database already has this
+    version's schema (its fingerprint is kept as the comment of `sources`): a connection then costs
+    nothing extra instead of re-creating dozens of views."""
+    fingerprint = schema_fingerprint()
+    if _stored_fingerprint(con) == fingerprint:
+        return
+    con.execute("BEGIN TRANSACTION")  # one commit for all: half the time of one per object
+    try:
+        for name in creation_order():
+            run_file(con, name)
+        con.execute(f"COMMENT ON TABLE sources IS '{fingerprint}'")  # hex digits only: nothing to escape
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise

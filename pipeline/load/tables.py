@@ -1,0 +1,254 @@
+"""Load stage: the DuckDB file, one transaction per source, and inserts into the schema's tables."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import duckdb
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+from ..errors import DatabaseBusyError, DatabaseError
+from ..records import OomMessage, Reject
+from .sql import apply_schema, bind, run_file, sql_text
+
+
+def connect(db_path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open the database (creating its schema unless read-only); a held lock is DatabaseBusyError."""
+    db_path = str(db_path)
+    if read_only and not Path(db_path).exists():
+        raise DatabaseError(f"no database at {db_path}", hint="run `oomlab ingest` first or pass --db")
+    try:
+        con = duckdb.connect(db_path, read_only=read_only)
+    except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():
+            raise DatabaseBusyError(db_path) from exc
+        raise DatabaseError(f"cannot open database {db_path}: {exc}") from exc
+    con.execute("SET TimeZone = 'UTC'")
+    # Progress is tracked for query_progress() (the CLI's bar) but DuckDB never prints its own.
+    con.execute("SET enable_progress_bar = true")
+    con.execute("SET enable_progress_bar_print = false")
+    # Rows carry their line numbers, so their physical order does not matter; inserts run in parallel.
+    con.execute("SET preserve_insertion_order = false")
+    if not read_only:
+        try:
+            apply_schema(con)
+        except BaseException:
+            con.close()
+            raise
+    return con
+
+
+def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: object = None) -> object:
+    """The first value of the first row, or None; the result is read to its end, as DuckDB requires."""
+    rows = con.execute(sql, params).fetchall()
+    return rows[0][0] if rows else None
+
+
+def tables_with_source_id(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every base table that holds rows of a source (they all carry `source_id`)."""
+    rows = con.execute(
+        "SELECT DISTINCT c.table_name FROM information_schema.columns c "
+        "JOIN information_schema.tables t USING (table_schema, table_name) "
+        "WHERE c.column_name = 'source_id' AND t.table_type = 'BASE TABLE' AND c.table_name <> 'sources' "
+        "AND c.table_schema = 'main' ORDER BY 1"
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def remove_source_rows(con: duckdb.DuckDBPyConnection, source_id: int) -> None:
+    """Delete every row a source contributed, in every table."""
+    from .snapshot import delete_source_snapshots  # the snapshot modules load only when needed
+
+    delete_source_snapshots(con, source_id)  # before `snapshots`, which maps its rows to the source
+    for table in tables_with_source_id(con):
+        con.execute(f'DELETE FROM "{table}" WHERE source_id = $source_id', {"source_id": source_id})
+
+
+def remove_sources(con: duckdb.DuckDBPyConnection, source_ids: Iterable[int]) -> None:
+    """Delete sources and every row they contributed."""
+    for source_id in source_ids:
+        remove_source_rows(con, source_id)
+        run_file(con, "delete_source", {"source_id": source_id})
+
+
+def source_ids_for_path(con: duckdb.DuckDBPyConnection, path: str) -> list[int]:
+    return [r[0] for r in con.execute("SELECT source_id FROM sources WHERE path = ?", [path]).fetchall()]
+
+
+def source_with_sha(con: duckdb.DuckDBPyConnection, sha256: str) -> str | None:
+    """The path of an already ingested source with this content, if any."""
+    return scalar(con, "SELECT path FROM sources WHERE sha256 = ? LIMIT 1", [sha256])  # type: ignore[return-value]
+
+
+def known_file(con: duckdb.DuckDBPyConnection, path: str, size: int) -> bool:
+    """True when a source at this path with this size exists (worth hashing before any work)."""
+    return scalar(con, "SELECT 1 FROM sources WHERE path = ? AND size_bytes = ? LIMIT 1", [path, size]) is not None
+
+
+def next_source_id(con: duckdb.DuckDBPyConnection) -> int:
+    """A source id never used before in this database, even by a replaced source."""
+    return int(scalar(con, "SELECT nextval('source_ids')"))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRow:
+    """The bookkeeping of one ingested file."""
+
+    source_id: int
+    path: str
+    sha256: str
+    kind: str
+    rows: int
+    rejects: int
+    size_bytes: int
+    labels: dict[str, object]
+
+
+def insert_source(con: duckdb.DuckDBPyConnection, src: SourceRow) -> None:
+    run_file(
+        con,
+        "insert_source",
+        {
+            "source_id": src.source_id,
+            "path": src.path,
+            "sha256": src.sha256,
+            "kind": src.kind,
+            "ingested_at": datetime.now(UTC).replace(tzinfo=None),
+            "rows": src.rows,
+            "rejects": src.rejects,
+            "size_bytes": src.size_bytes,
+            "labels": json.dumps(src.labels, sort_keys=True),
+        },
+    )
+
+
+def insert_rejects(con: duckdb.DuckDBPyConnection, source_id: int, rejects: list[Reject]) -> int:
+    """Append rejects found outside SQL; returns how many."""
+    if not rejects:
+        return 0
+    import pyarrow as pa  # here, not at the top: a run over clean request logs never needs it
+
+    schema = pa.schema([("source_id", pa.int32()), ("line", pa.int64()), ("reason", pa.string()), ("raw", pa.string())])
+    table = pa.table(
+        {
+            "source_id": [source_id] * len(rejects),
+            "line": [r.line for r in rejects],
+            "reason": [r.reason for r in rejects],
+            "raw": [r.raw for r in rejects],
+        },
+        schema=schema,
+    )
+    con.register("new_rejects", table)
+    con.execute("INSERT INTO rejects SELECT * FROM new_rejects")
+    con.unregister("new_rejects")
+    return len(rejects)
+
+
+OOM_COLUMNS: tuple[str, ...] = (
+    "source_id",
+    "line",
+    "ts",
+    "instance",
+    "gpu_index",
+    "model_version",
+    "framework",
+    "origin",
+    "requested_bytes",
+    "total_capacity_bytes",
+    "free_bytes",
+    "already_allocated_bytes",
+    "reserved_bytes",
+    "allocated_by_pytorch_bytes",
+    "reserved_unallocated_bytes",
+    "process_in_use_bytes",
+    "allowed_bytes",
+    "private_pool_bytes",
+    "other_processes",
+    "batch_size",
+    "input_sequence_length",
+    "output_sequence_length",
+    "message",
+    "request_id",
+)
+_INT32 = frozenset({"source_id", "gpu_index"})
+_TEXT = frozenset({"instance", "model_version", "framework", "origin", "message", "request_id", "error"})
+
+
+# OomMessage attributes stored under their own names.
+_MESSAGE_COLUMNS = (
+    "framework",
+    "requested_bytes",
+    "total_capacity_bytes",
+    "free_bytes",
+    "already_allocated_bytes",
+    "reserved_bytes",
+    "allocated_by_pytorch_bytes",
+    "reserved_unallocated_bytes",
+    "process_in_use_bytes",
+    "allowed_bytes",
+    "private_pool_bytes",
+    "gpu_index",
+    "message",
+)
+MESSAGE_COLUMNS = (*_MESSAGE_COLUMNS, "other_processes")  # the oom_events columns an OomMessage fills
+
+Columns = dict[str, list[object]]  # one list per column, all of one length
+
+
+def message_columns(ooms: Sequence[OomMessage]) -> Columns:
+    """The oom_events columns that OOM messages fill, column by column (a large log holds thousands)."""
+    columns: Columns = {name: [getattr(oom, name) for oom in ooms] for name in _MESSAGE_COLUMNS}
+    columns["other_processes"] = [[{"pid": p, "in_use_bytes": b} for p, b in oom.other_processes] for oom in ooms]
+    return columns
+
+
+def insert_oom_events(con: duckdb.DuckDBPyConnection, columns: Columns, count: int) -> int:
+    """Append `count` OOM events given column by column (keys from OOM_COLUMNS; a missing column is NULL);
+    returns how many."""
+    if not count:
+        return 0
+    con.register("new_oom_events", _oom_table(columns, OOM_COLUMNS, count))
+    cols = ", ".join(OOM_COLUMNS)
+    con.execute(f"INSERT INTO oom_events ({cols}) SELECT {cols} FROM new_oom_events")
+    con.unregister("new_oom_events")
+    return count
+
+
+def _oom_table(columns: Columns, names: tuple[str, ...], count: int) -> pa.Table:
+    """Columns as an Arrow table with the oom_events column types (bytes and counts are int64)."""
+    import pyarrow as pa  # here, not at the top: only runs that hold OOMs pay for importing it
+
+    def arrow_type(column: str) -> pa.DataType:
+        if column in _INT32:
+            return pa.int32()
+        if column in _TEXT:
+            return pa.string()
+        if column == "ts":
+            return pa.timestamp("us")
+        if column == "other_processes":
+            return pa.list_(pa.struct([("pid", pa.int64()), ("in_use_bytes", pa.int64())]))
+        return pa.int64()
+
+    schema = pa.schema([(c, arrow_type(c)) for c in names])
+    return pa.table({c: columns.get(c, [None] * count) for c in names}, schema=schema)
+
+
+def register_parsed_messages(con: duckdb.DuckDBPyConnection, parsed: dict[str, OomMessage]) -> None:
+    """Expose parsed OOM messages as the view `parsed_messages` (keyed by `error`, the message text)."""
+    columns = {"error": list(parsed), **message_columns(list(parsed.values()))}
+    con.register("parsed_messages", _oom_table(columns, ("error", *MESSAGE_COLUMNS), len(parsed)))
+
+
+def fetch_dicts(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, object]) -> list[dict[str, object]]:
+    """Run a SELECT from `sql/` and return its rows as dicts."""
+    text = sql_text(name)
+    cursor = con.execute(text, bind(text, params))
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]

@@ -1,0 +1,1 @@
+"""OOM messages of every framework and PyTorch generation: cleaned, matched to a signature, read."""

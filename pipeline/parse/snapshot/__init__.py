@@ -1,0 +1,1 @@
+"""PyTorch memory snapshots: sniffed, loaded without running anything, turned into Arrow tables."""

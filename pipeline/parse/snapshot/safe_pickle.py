@@ -1,0 +1,124 @@
+"""Load an untrusted pickle that may only hold plain data: every global it names is refused, nothing runs."""
+
+from __future__ import annotations
+
+import _compat_pickle
+import gc
+import io
+import pickle
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+from ...errors import InputError, UnsafePickleError
+from ..compression import DECOMPRESSION_ERRORS, compression_of, open_binary
+
+_HINT = "a memory snapshot holds only dicts, lists, strings and numbers; do not load this file with pickle"
+_HINT_CORRUPT = "the file is truncated or not a pickle; copy it again from where it was dumped"
+_ZIP_MAGIC = b"PK\x03\x04"
+
+
+class _PlainDataUnpickler(pickle.Unpickler):
+    """The C unpickler with every way to reach code closed: globals, extensions and persistent ids."""
+
+    def __init__(self, stream: BinaryIO, path: str) -> None:
+        super().__init__(stream)
+        self._path = path
+
+    def find_class(self, module: str, name: str) -> object:
+        """Refuse every global; EXT opcodes and STACK_GLOBAL also end up here."""
+        module, name = python3_name(module, name)
+        raise UnsafePickleError(
+            self._path, f"refusing to load: the pickle names the global {module}.{name}", hint=_HINT
+        )
+
+    def persistent_load(self, pid: object) -> object:
+        """Persistent ids need code from the writer (torch.save uses them); refuse them too."""
+        raise UnsafePickleError(
+            self._path,
+            f"refusing to load: the pickle uses a persistent id ({type(pid).__name__})",
+            hint=_HINT,
+        )
+
+
+def python3_name(module: str, name: str) -> tuple[str, str]:
+    """The Python 3 name of a global written by protocol 0-2 in Python 2 spelling (`__builtin__.eval`)."""
+    if (module, name) in _compat_pickle.NAME_MAPPING:
+        return _compat_pickle.NAME_MAPPING[(module, name)]
+    return _compat_pickle.IMPORT_MAPPING.get(module, module), name
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC: plain data has no cycles, and scanning millions of new dicts triples load time."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def load_plain_pickle(path: str | Path) -> object:
+    """The object in the (plain, gzip, xz or zstd) pickle at `path`, refusing anything but plain data."""
+    name = str(path)
+    _check_not_empty(path)
+    try:
+        with open_binary(path) as stream, gc_paused():
+            _refuse_known_non_pickles(stream, name)
+            return _PlainDataUnpickler(stream, name).load()
+    except InputError:
+        raise
+    except Exception as exc:
+        raise InputError(name, _describe_failure(exc, compression_of(path)), hint=_HINT_CORRUPT) from exc
+
+
+def loads_plain_pickle(data: bytes, name: str = "<bytes>") -> object:
+    """The object in pickle bytes `data`, with the same refusals as `load_plain_pickle`."""
+    if not data:
+        raise InputError(name, "empty input: no pickle data")
+    try:
+        with gc_paused():
+            return _PlainDataUnpickler(io.BytesIO(data), name).load()
+    except InputError:
+        raise
+    except Exception as exc:
+        raise InputError(name, _describe_failure(exc, None), hint=_HINT_CORRUPT) from exc
+
+
+def _check_not_empty(path: str | Path) -> None:
+    """An empty file gets its own message rather than pickle's 'Ran out of input'."""
+    try:
+        size = Path(path).stat().st_size
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read the file: {exc.strerror or exc}") from exc
+    if size == 0:
+        raise InputError(str(path), "empty file: no pickle data")
+
+
+def _refuse_known_non_pickles(stream: BinaryIO, name: str) -> None:
+    """Name the likely mistake for a zip archive (torch.save) instead of a cryptic load-key error."""
+    peek = getattr(stream, "peek", None)
+    head = peek(4)[:4] if peek else b""
+    if head == _ZIP_MAGIC:
+        raise InputError(
+            name,
+            "not a pickle: a zip archive (a torch.save file?)",
+            hint="dump the snapshot with torch.cuda.memory._dump_snapshot()",
+        )
+
+
+def _describe_failure(exc: Exception, compression: str | None) -> str:
+    """One line that says what went wrong while reading, without a traceback."""
+    detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, EOFError) and "Compressed file ended" not in detail:
+        return f"truncated pickle: the data ends before the pickle does ({detail})"
+    if isinstance(exc, pickle.UnpicklingError) and "truncated" in detail:
+        return f"truncated pickle: {detail}"
+    if isinstance(exc, MemoryError):
+        return "corrupt pickle: it claims more memory than this machine has"
+    if compression and isinstance(exc, (EOFError, *DECOMPRESSION_ERRORS)):
+        return f"truncated or corrupt {compression} data: {detail}"
+    return f"not a readable pickle: {type(exc).__name__}: {detail}"

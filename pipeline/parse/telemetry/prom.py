@@ -1,0 +1,140 @@
+"""Prometheus text exposition: DCGM exporter GPU samples and vLLM engine metrics, one scrape or many.
+
+A sample line is `name{label="value",...} value [timestamp_ms]` (the text format of
+prometheus/common `expfmt`); `# HELP` / `# TYPE` and other comments are skipped. The DCGM exporter writes
+`DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-...",pci_bus_id="...",device="nvidia0",modelName="NVIDIA H200",
+Hostname="node-1",...} 1234` (NVIDIA/dcgm-exporter `internal/pkg/rendermetrics/render_metrics.go`, with
+the framebuffer fields in MiB per `etc/default-counters.csv`); vLLM writes `vllm:kv_cache_usage_perc
+{engine="0",model_name="..."} 0.42` (vllm `vllm/v1/metrics/loggers.py`). Other metric families are not
+loaded, and neither are histogram buckets (`_bucket`: their `_sum` and `_count` are).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from ...records import Reject
+from ...units import UNIT_BYTES
+
+DCGM_PREFIX, VLLM_PREFIX = "DCGM_FI_", "vllm:"
+RAW_LIMIT = 2000
+# DCGM's blank sentinels (DCGM_INT64_BLANK and up, DCGM_FP64_BLANK): the field had no value.
+_INT64_BLANK = 0x7FFFFFFFFFFFFFF0
+_FP64_BLANK = 140737488355328.0
+
+_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+_SAMPLE = re.compile(rf"^({_NAME})\s*(?:\{{(.*)\}})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
+_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
+_ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
+_METRIC_LINE = re.compile(rf"^(?:{re.escape(DCGM_PREFIX)}\w+|vllm:\w+)\s*[{{ ]")
+_EPOCH = datetime(1970, 1, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One exposition sample: metric name, labels, value and its timestamp (None when the line has none)."""
+
+    line: int
+    name: str
+    labels: dict[str, str]
+    value: float
+    ts: datetime | None
+    raw: str
+
+
+@dataclass(frozen=True, slots=True)
+class DcgmField:
+    """A DCGM field that fills a gpu_samples column; `unit` converts its value (MiB to bytes)."""
+
+    column: str
+    unit: str = ""
+
+
+# The DCGM fields oomlab keeps, as data (field names of `dcgm_fields.h`, as the exporter writes them).
+DCGM_FIELDS: dict[str, DcgmField] = {
+    "DCGM_FI_DEV_FB_USED": DcgmField("memory_used_bytes", "MiB"),
+    "DCGM_FI_DEV_FB_FREE": DcgmField("memory_free_bytes", "MiB"),
+    "DCGM_FI_DEV_FB_TOTAL": DcgmField("memory_total_bytes", "MiB"),
+    "DCGM_FI_DEV_FB_RESERVED": DcgmField("memory_reserved_bytes", "MiB"),
+    "DCGM_FI_DEV_GPU_UTIL": DcgmField("utilization_gpu"),
+    "DCGM_FI_DEV_MEM_COPY_UTIL": DcgmField("utilization_memory"),
+    "DCGM_FI_DEV_GPU_TEMP": DcgmField("temperature"),
+    "DCGM_FI_DEV_POWER_USAGE": DcgmField("power_w"),
+}
+
+
+def looks_like_prometheus(text: str) -> bool:
+    """Whether the start of a file is Prometheus text with DCGM or vLLM metrics: most of its first non-blank
+    lines are comments or samples (a bad line is a reject, not another kind of file), and one of them is
+    (or describes) a `DCGM_FI_` / `vllm:` metric."""
+    lines = [line.strip() for line in text.splitlines()[:200] if line.strip()]
+    head = lines[:20]
+    if not head or sum(1 for line in head if line.startswith("#") or _SAMPLE.match(line)) < 0.8 * len(head):
+        return False
+    return any(_METRIC_LINE.match(line) or _describes(line) for line in lines)
+
+
+def _describes(line: str) -> bool:
+    """A `# HELP` / `# TYPE` line of a DCGM or vLLM metric."""
+    parts = line.split()
+    return (
+        len(parts) >= 3
+        and parts[0] == "#"
+        and parts[1] in ("HELP", "TYPE")
+        and parts[2].startswith((DCGM_PREFIX, VLLM_PREFIX))
+    )
+
+
+def read_samples(lines: Iterator[str], first_line: int = 1) -> Iterator[Sample | Reject]:
+    """Every sample of the text as a Sample, or a Reject for a line that is not one."""
+    for number, line in enumerate(lines, start=first_line):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        yield parse_sample(number, stripped)
+
+
+def parse_sample(number: int, line: str) -> Sample | Reject:
+    """One sample line, or a Reject saying what is wrong with it."""
+    match = _SAMPLE.match(line)
+    if match is None:
+        return Reject(number, "not a Prometheus sample: expected `name{labels} value [timestamp]`", line[:RAW_LIMIT])
+    labels = _labels(match[2] or "")
+    if labels is None:
+        return Reject(number, f"{match[1]}: malformed labels", line[:RAW_LIMIT])
+    try:
+        value = float(match[3])
+    except ValueError:
+        return Reject(number, f"{match[1]}: {match[3]!r} is not a number", line[:RAW_LIMIT])
+    ts = _EPOCH + timedelta(milliseconds=int(match[4])) if match[4] else None
+    return Sample(number, match[1], labels, value, ts, line[:RAW_LIMIT])
+
+
+def _labels(text: str) -> dict[str, str] | None:
+    """`a="1", b="x\\"y"` as a dict; None when the text is not a label list."""
+    labels: dict[str, str] = {}
+    pos = 0
+    text = text.strip()
+    while pos < len(text):
+        match = _LABEL.match(text, pos)
+        if match is None:
+            return None
+        labels[match[1]] = re.sub(r"\\[\\\"n]", lambda m: _ESCAPES[m[0]], match[2])
+        pos = match.end()
+    return labels
+
+
+def dcgm_value(sample: Sample, field: DcgmField) -> float | int | None:
+    """The sample's value in its column's unit; raises ValueError for DCGM's blank sentinel or a non-finite value."""
+    value = sample.value
+    if value >= _INT64_BLANK or value == _FP64_BLANK:
+        raise ValueError(f"{sample.name}: DCGM blank value (the field had no reading)")
+    if not math.isfinite(value):
+        raise ValueError(f"{sample.name}: {value} is not a finite number")
+    if field.unit:
+        return round(value * UNIT_BYTES[field.unit.lower()])
+    return value

@@ -1,0 +1,1 @@
+"""Text logs: the marker search over a whole file and what each found line says."""

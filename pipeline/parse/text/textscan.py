@@ -1,0 +1,313 @@
+"""Find, without a Python loop per line, the lines of a large text log that contain marker strings, and
+their line numbers.
+
+A plain file is searched by ripgrep (`parse/ripgrep.py`): one pass in a process of its own that numbers
+the lines as well, read as it goes, while Python reads the marked lines from a memory map. Without rg, and
+for compressed logs (decompressed into buffers), the search runs in-process: the log is cut into segments,
+each split at line ends into ~32 KiB blocks that one polars query searches (`textsearch`, Rust, GIL
+released), and the lines that hold a marker are numbered by counting newlines with numpy; while the caller
+works on a segment, polars searches the next on a thread of its own. Either way every reader's markers are
+searched at once, so a log is read once whoever reads it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..compression import compression_of, open_counted
+from ..facts import count_newlines
+from .ripgrep import RipgrepSearch, ripgrep_binary
+
+if TYPE_CHECKING:
+    from .textsearch import Search
+
+SEGMENT_BYTES = 32 << 20
+SMALL_BYTES = 1 << 20  # below this, bytes.find per marker beats building a polars frame
+LOOKAHEAD_BYTES = 64 << 10  # a compressed buffer always holds this much after its scan region
+BEHIND_LINES = 4  # and this many lines before it, for messages that start before their marker
+_MAX_SEGMENT = 1 << 30  # arrow views address a segment with 32-bit offsets
+_MAX_LINE = 64 << 20  # a compressed log's line longer than this is searched in pieces
+
+Buffer = Any  # bytes, bytearray or mmap.mmap: the buffer protocol plus find/rfind
+Mark = tuple[int, int]  # a line that holds a marker: its start in the window's buffer, its 1-based line number
+
+
+def _rust_escape(marker: bytes) -> str:
+    """`marker` as a literal in Rust regex syntax."""
+    return re.sub(r"([\\.+*?()|\[\]{}^$#&\-~])", r"\\\1", marker.decode("ascii"))
+
+
+class MarkerFinder:
+    """Finds the lines that contain any of `markers` in a region of a buffer."""
+
+    def __init__(self, markers: Sequence[bytes]) -> None:
+        self.markers = tuple(markers)
+        # A marker that holds another one finds no line the other does not: the search skips it (fewer
+        # literals make the regex's prefilter faster); `split` tells the readers' markers apart again.
+        needed = [m for m in dict.fromkeys(self.markers) if not any(o != m and o in m for o in self.markers)]
+        self.needed = tuple(needed)
+        self.pattern = "|".join(_rust_escape(m) for m in needed)
+        self.regex = re.compile(b"|".join(re.escape(m) for m in needed))  # for one line at a time
+
+    def lines(self, buf: Buffer, lo: int, hi: int) -> list[int]:
+        """Sorted start offsets of the lines in buf[lo:hi] that hold a marker (lo is a line start)."""
+        return self.search(buf, lo, hi).lines()
+
+    def search(self, buf: Buffer, lo: int, hi: int, pool: Executor | None = None) -> Search:
+        """`lines`, started: with a `pool`, polars' query runs on its thread (without the GIL) until the lines
+        are asked for."""
+        from .textsearch import Search
+
+        return Search(self, buf, lo, hi, hi - lo >= SMALL_BYTES, pool)
+
+    def lines_py(self, buf: Buffer, lo: int, hi: int) -> list[int]:
+        """`lines` with one bytes.find pass per marker: for small regions."""
+        found: set[int] = set()
+        for marker in self.markers:
+            pos = buf.find(marker, lo, hi)
+            while pos >= 0:
+                found.add(max(lo, buf.rfind(b"\n", lo, pos) + 1))
+                end = buf.find(b"\n", pos, hi)
+                pos = -1 if end < 0 else buf.find(marker, end + 1, hi)
+        return sorted(found)
+
+    def _lines_polars(self, buf: Buffer, lo: int, hi: int) -> list[int]:
+        """`lines` with polars, whatever the region's size."""
+        from .textsearch import Search
+
+        return Search(self, buf, lo, hi, True, None).lines()
+
+    def split(self, buf: Buffer, starts: list[int], readers: Sequence[MarkerFinder]) -> list[list[int]]:
+        """For each reader (together this finder's markers), the lines of `starts` that hold one of its markers."""
+        if len(readers) == 1:
+            return [starts]
+        out: list[list[int]] = [[] for _ in readers]
+        for start in starts:
+            end = buf.find(b"\n", start)
+            end = len(buf) if end < 0 else end
+            for found, reader in zip(out, readers, strict=True):
+                if reader.regex.search(buf, start, end):  # in place: no copy of the line
+                    found.append(start)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Part of the decompressed log: buf[lo:hi] is searched, the bytes around it may be read."""
+
+    buf: Buffer
+    base: int  # offset of buf[0] in the decompressed log
+    lo: int  # a line start
+    hi: int  # a line start, or the end of the log
+    line: int = 1  # the number of the line at lo
+    found: Mapping[tuple[bytes, ...], tuple[Mark, ...]] = field(default_factory=dict)  # marks searched ahead
+    progress: float = 0.0  # the share of the file's stored bytes read once this window is done (0-1)
+
+    def marked(self, finder: MarkerFinder) -> tuple[Mark, ...]:
+        """The lines in [lo, hi) that hold one of `finder`'s markers, in order: searched ahead when iter_windows
+        was asked for these markers, else searched now."""
+        ahead = self.found.get(finder.markers)
+        if ahead is not None:
+            return ahead
+        return tuple(_numbered(self.buf, finder.lines(self.buf, self.lo, self.hi), self.lo, self.line)[0])
+
+
+def _numbered(buf: Buffer, starts: Sequence[int], lo: int, line: int) -> tuple[list[Mark], int, int]:
+    """Sorted line starts from `lo` on (whose line is number `line`) with their numbers; and the last start
+    and its number, from where counting goes on."""
+    marks, pos = [], lo
+    for start in starts:
+        line += count_newlines(buf, pos, start)
+        marks.append((start, line))
+        pos = start
+    return marks, pos, line
+
+
+def _mapped_windows(path: Path, segment: int) -> Iterator[Window]:
+    """Segments of a memory-mapped plain file.
+
+    `iter_windows` unmaps the pages of segments already dealt with (see `_release`).
+    """
+    mapped = _map(path)
+    if mapped is None:
+        return
+    lo, size = 0, len(mapped)
+    while lo < size:
+        end = mapped.find(b"\n", min(lo + segment, size), min(lo + _MAX_SEGMENT, size))
+        hi = size if end < 0 else end + 1
+        yield Window(mapped, 0, lo, hi, progress=hi / size)
+        lo = hi
+
+
+def _map(path: Path) -> mmap.mmap | None:
+    """The file memory-mapped for reading; None when it is empty (an empty file cannot be mapped)."""
+    with open(path, "rb") as handle:
+        if handle.seek(0, 2) == 0:
+            return None
+        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _release(buf: Buffer, upto: int) -> None:
+    """Unmap the pages of a memory-mapped log before `upto` (less a MiB that a message may look back
+    into), so resident memory stays at a few segments whatever the file size; the page cache keeps them."""
+    upto -= (1 << 20) + upto % mmap.PAGESIZE
+    if isinstance(buf, mmap.mmap) and upto > 0 and hasattr(mmap, "MADV_DONTNEED"):
+        buf.madvise(mmap.MADV_DONTNEED, 0, upto)
+
+
+def _read_full(stream: Any, size: int) -> bytes:
+    """Up to `size` bytes from `stream`, fewer only at its end (zstd readers return short reads)."""
+    parts, got = [], 0
+    while got < size:
+        part = stream.read(size - got)
+        if not part:
+            break
+        parts.append(part)
+        got += len(part)
+    return b"".join(parts)
+
+
+def _cut(buf: bytes, lo: int, lookahead: int) -> int:
+    """Where the scan region of a non-final buffer ends: a line start `lookahead` bytes from its end.
+
+    `lo` itself (an empty region: read more first) while the line at `lo` has no end in sight yet;
+    inside the line only once it is longer than _MAX_LINE.
+    """
+    limit = len(buf) - lookahead
+    end = buf.rfind(b"\n", lo, max(lo, limit))
+    if end >= 0:
+        return end + 1
+    return limit if limit - lo > _MAX_LINE else lo
+
+
+def _behind(buf: bytes, hi: int, lookahead: int) -> int:
+    """The start of the line BEHIND_LINES before `hi`, kept for messages that begin before their marker."""
+    start = hi
+    for _ in range(BEHIND_LINES):
+        if start <= 0:
+            break
+        start = buf.rfind(b"\n", max(0, hi - lookahead), start - 1) + 1
+    return max(0, min(start, hi))
+
+
+def _stream_windows(path: Path, segment: int, lookahead: int) -> Iterator[Window]:
+    """Successive buffers of a compressed file, each overlapping the next by a few lines."""
+    stored = max(1, path.stat().st_size)
+    with open_counted(path) as (stream, stored_read):
+        carry, base, lo = b"", 0, 0
+        while True:
+            data = _read_full(stream, segment)
+            buf = carry + data
+            final = len(data) < segment
+            hi = len(buf) if final else _cut(buf, lo, lookahead)
+            yield Window(buf, base, lo, hi, progress=1.0 if final else min(1.0, stored_read() / stored))
+            if final:
+                return
+            keep = _behind(buf, hi, lookahead)
+            carry, base, lo = buf[keep:], base + keep, hi - keep
+
+
+def iter_windows(
+    path: str | Path, finders: Sequence[MarkerFinder], *, segment: int = SEGMENT_BYTES
+) -> Iterator[Window]:
+    """The windows of the log at `path` in order, numbered, each with the marker lines of every finder found
+    ahead of time (`Window.marked`), in one search for all their markers.
+
+    A plain file searched by rg comes in windows of rg's making (`segment` is not used). Otherwise polars
+    searches the next window on its own thread while the caller works on one. A compressed buffer holds
+    LOOKAHEAD_BYTES after its scan region, so a message that starts in the region can be read whole; with a
+    `segment` smaller than that, buffers accumulate reads.
+    """
+    path = Path(path)
+    readers = _Readers(finders)
+    plain = compression_of(path) is None
+    binary = ripgrep_binary() if plain else None
+    searched = _ripgrep_windows(path, readers, binary) if binary is not None else None
+    if searched is not None:
+        for window in searched:
+            yield window
+            _release(window.buf, window.lo)
+        return
+    segment = max(1, segment)
+    raw = _mapped_windows(path, segment) if plain else _stream_windows(path, segment, LOOKAHEAD_BYTES)
+    line, pending = 1, None
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="oomlab-scan") as pool:
+        try:
+            for window in raw:
+                started = (window, readers.union.search(window.buf, window.lo, window.hi, pool))
+                if pending is not None:
+                    done, line = readers.marked(*pending, line)
+                    yield done
+                    _release(done.buf, done.lo)
+                pending = started
+            if pending is not None:
+                done, line = readers.marked(*pending, line)
+                pending = None
+                yield done
+        finally:
+            if pending is not None:
+                pending[1].cancel()
+
+
+class _Readers:
+    """The finders whose marker lines a scan hands out: one search for all their markers, then which
+    finder's markers each line holds, and the lines' numbers."""
+
+    def __init__(self, finders: Sequence[MarkerFinder]) -> None:
+        self.finders = list({f.markers: f for f in finders}.values())  # one per set of markers
+        self.union = MarkerFinder([m for f in self.finders for m in f.markers])
+
+    def marked(self, window: Window, search: Search, line: int) -> tuple[Window, int]:
+        """`window` (whose first line is number `line`) with its marks, and the number of the line after it."""
+        marks, pos, at = _numbered(window.buf, search.lines(), window.lo, line)
+        found = self.found(window.buf, marks)
+        return replace(window, line=line, found=found), at + count_newlines(window.buf, pos, window.hi)
+
+    def found(self, buf: Buffer, marks: list[Mark]) -> dict[tuple[bytes, ...], tuple[Mark, ...]]:
+        """The marks (numbered lines holding some finder's marker) of each finder."""
+        number = dict(marks)
+        starts = self.union.split(buf, [start for start, _ in marks], self.finders)
+        return {
+            finder.markers: tuple((start, number[start]) for start in lines)
+            for finder, lines in zip(self.finders, starts, strict=True)
+        }
+
+
+def _ripgrep_windows(path: Path, readers: _Readers, binary: str) -> Iterator[Window] | None:
+    """The windows of a plain file whose marks rg finds; None when this rg cannot run here (another platform's
+    binary): the log is then searched in-process."""
+    mapped = _map(path)
+    if mapped is None:
+        return iter(())
+    try:
+        search = RipgrepSearch(binary, path, readers.union.needed)
+    except OSError:
+        return None
+    return _windows_of(mapped, readers, search)
+
+
+def _windows_of(mapped: mmap.mmap, readers: _Readers, search: RipgrepSearch) -> Iterator[Window]:
+    """Windows of a memory-mapped plain file, one per batch of rg's output: each reaches from where the one
+    before ended to the end of the batch's last line, and the last to the end of the file, so together they
+    cover the log and a reader searching a window itself (`Window.marked`) numbers its lines right."""
+    lo, line = 0, 1
+    with contextlib.closing(search):
+        for batch in search:
+            # A log still being written may have grown since it was mapped: rg's lines past the map are
+            # left for the next ingest (the file's hash will have changed by then).
+            marks = [mark for mark in batch if mark[0] < len(mapped)]
+            if not marks:
+                break
+            end = mapped.find(b"\n", marks[-1][0])
+            hi = len(mapped) if end < 0 else end + 1
+            yield Window(mapped, 0, lo, hi, line, readers.found(mapped, marks), hi / len(mapped))
+            lo, line = hi, marks[-1][1] + 1
+    if lo < len(mapped):
+        yield Window(mapped, 0, lo, len(mapped), line, readers.found(mapped, []), 1.0)

@@ -1,0 +1,27 @@
+-- One row per request from a structured log; bytes are integers, ts is UTC.
+CREATE TABLE IF NOT EXISTS requests (
+    ts                     TIMESTAMP NOT NULL,
+    instance               VARCHAR,
+    gpu_index              INTEGER,
+    model_version          VARCHAR,
+    request_id             VARCHAR,
+    status                 VARCHAR,
+    error                  VARCHAR,
+    latency_ms             DOUBLE,
+    batch_size             BIGINT,
+    input_sequence_length  BIGINT,
+    output_sequence_length BIGINT,
+    requested_size         BIGINT,
+    available_memory       BIGINT,
+    allocator_allocated    BIGINT,
+    reserved_memory        BIGINT,
+    allocated_before       BIGINT,
+    allocated_after        BIGINT,
+    reserved_before        BIGINT,
+    reserved_after         BIGINT,
+    peak_allocated         BIGINT,
+    device_total           BIGINT,
+    source_id              INTEGER NOT NULL,
+    line                   BIGINT,
+    extra                  JSON
+);

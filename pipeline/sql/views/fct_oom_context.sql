@@ -1,0 +1,44 @@
+-- One row per OOM event with what its classification needs: the message's numbers made comparable
+-- (reserved-but-unallocated, memory of other processes, non-PyTorch memory), the failing request's
+-- size and allocated baseline from its request-log row, and the device size and per-process cap known
+-- for the instance from any of its rows.
+CREATE OR REPLACE VIEW fct_oom_context AS
+SELECT
+    o.event_id,
+    o.ts,
+    o.instance,
+    coalesce(o.gpu_index, 0) AS gpu_index,
+    coalesce(o.model_version, r.model_version) AS model_version,
+    o.framework,
+    o.origin,
+    o.source_id,
+    o.line,
+    o.snapshot_id,
+    o.request_id,
+    o.requested_bytes,
+    o.free_bytes,
+    coalesce(r.device_total, l.device_total, o.total_capacity_bytes) AS device_total_bytes,
+    coalesce(o.allowed_bytes, l.cap_bytes) AS cap_bytes,
+    coalesce(o.allocated_by_pytorch_bytes, o.already_allocated_bytes) AS allocated_bytes,
+    coalesce(o.reserved_bytes, o.allocated_by_pytorch_bytes + o.reserved_unallocated_bytes) AS reserved_bytes,
+    coalesce(o.reserved_unallocated_bytes,
+             o.reserved_bytes - coalesce(o.allocated_by_pytorch_bytes, o.already_allocated_bytes))
+        AS reserved_unallocated_bytes,
+    o.process_in_use_bytes,
+    o.process_in_use_bytes
+        - coalesce(o.reserved_bytes, o.allocated_by_pytorch_bytes + o.reserved_unallocated_bytes)
+        AS non_pytorch_bytes,
+    CASE WHEN o.other_processes IS NULL THEN NULL
+         ELSE coalesce(list_sum([p.in_use_bytes FOR p IN o.other_processes]), 0)::BIGINT END AS other_bytes,
+    [p.pid FOR p IN o.other_processes] AS other_pids,
+    o.batch_size,
+    o.input_sequence_length,
+    o.output_sequence_length,
+    o.batch_size * (coalesce(o.input_sequence_length, 0) + coalesce(o.output_sequence_length, 0)) AS tokens,
+    r.allocated_before,
+    r.line IS NOT NULL AS has_request_row
+FROM oom_events AS o
+LEFT JOIN requests AS r
+    ON o.origin = 'structured' AND r.source_id = o.source_id AND r.line = o.line
+LEFT JOIN fct_oom_instance_limits AS l
+    ON l.instance = o.instance AND l.gpu_index = coalesce(o.gpu_index, 0);

@@ -1,0 +1,37 @@
+-- Per instance and GPU, what the request log proves about its memory limit: the highest peak a request
+-- reached without failing, the device size, and the per-process cap its OOM messages name (`X allowed`);
+-- also the typical large request: the 95th percentile of peak_allocated - allocated_before.
+CREATE OR REPLACE VIEW fct_oom_instance_limits AS
+WITH served AS (
+    SELECT
+        instance,
+        gpu_index,
+        max(device_total) AS device_total,
+        max(peak_allocated) FILTER (WHERE NOT is_oom) AS max_ok_peak_bytes,
+        count(*) FILTER (WHERE NOT is_oom) AS ok_requests,
+        approx_quantile(peak_allocated - allocated_before, 0.95)
+            FILTER (WHERE NOT is_oom) AS p95_request_bytes
+    FROM stg_requests
+    WHERE instance IS NOT NULL
+    GROUP BY ALL
+), messages AS (
+    SELECT
+        instance,
+        coalesce(gpu_index, 0) AS gpu_index,
+        max(total_capacity_bytes) AS message_total_bytes,
+        max(allowed_bytes) AS cap_bytes
+    FROM oom_events
+    WHERE instance IS NOT NULL
+    GROUP BY ALL
+)
+SELECT
+    instance,
+    gpu_index,
+    coalesce(s.device_total, m.message_total_bytes) AS device_total,
+    m.message_total_bytes,
+    m.cap_bytes,
+    s.max_ok_peak_bytes,
+    coalesce(s.ok_requests, 0) AS ok_requests,
+    s.p95_request_bytes
+FROM served AS s
+FULL OUTER JOIN messages AS m USING (instance, gpu_index);

@@ -1,0 +1,98 @@
+-- The allocated baseline of each instance in short time buckets (4096 over the instance's time span, at
+-- least 1 ms each), with the process lifetime each bucket belongs to. Bucketing first keeps the restart
+-- search small whatever the number of requests. A lifetime ends where the process restarted: the model
+-- version changed (a deploy restarts the process), the allocated memory fell far below its running level
+-- (a restart frees everything, a request never does), or the instance logged nothing for 6 hours.
+-- `lifetime` counts from 1 per instance and GPU; `lifetime_start` is its first request (for a baseline
+-- drop, the lowest reading of the bucket the drop happened in).
+CREATE OR REPLACE VIEW fct_request_baselines AS
+WITH readings AS (
+    SELECT
+        instance,
+        gpu_index,
+        ts,
+        model_version,
+        is_oom,
+        coalesce(allocated_before, allocated_after) AS level_before,
+        allocated_after,
+        reserved_after,
+        peak_allocated,
+        device_total
+    FROM stg_requests
+    WHERE allocated_after IS NOT NULL AND instance IS NOT NULL
+), spans AS (
+    SELECT
+        instance,
+        gpu_index,
+        min(ts) AS first_ts,
+        greatest(1000, date_diff('microsecond', min(ts), max(ts)) // 4096 + 1) AS bucket_us
+    FROM readings
+    GROUP BY instance, gpu_index
+), buckets AS (
+    SELECT
+        r.instance,
+        r.gpu_index,
+        r.model_version,
+        date_diff('microsecond', s.first_ts, r.ts) // s.bucket_us AS bucket,
+        min(r.ts) AS bucket_start,
+        max(r.ts) AS bucket_end,
+        count(*) AS requests,
+        count(*) FILTER (WHERE r.is_oom) AS ooms,
+        min(r.allocated_after) AS baseline_bytes,
+        arg_min(r.ts, (r.allocated_after, r.ts)) AS baseline_ts,  -- ties: the earliest, so reruns agree
+        min(r.level_before) AS low_bytes,
+        arg_min(r.ts, (r.level_before, r.ts)) AS low_ts,
+        min(r.reserved_after) AS reserved_min_bytes,
+        max(r.reserved_after) AS reserved_max_bytes,
+        arg_max(r.reserved_after, r.ts) AS last_reserved_bytes,
+        max(r.peak_allocated) FILTER (WHERE NOT r.is_oom) AS peak_bytes,
+        max(r.device_total) AS device_total
+    FROM readings AS r
+    JOIN spans AS s USING (instance, gpu_index)
+    GROUP BY r.instance, r.gpu_index, r.model_version, bucket
+), flagged AS (
+    SELECT
+        *,
+        CASE
+            WHEN lag(bucket_end) OVER w IS NULL THEN 'start'
+            WHEN model_version IS DISTINCT FROM lag(model_version) OVER w THEN 'version_change'
+            -- the lowest baseline of the 5 buckets before: one bucket whose requests kept a temporary
+            -- tensor alive does not raise the level a restart is measured against
+            WHEN low_bytes < 0.75 * min(baseline_bytes) OVER (w ROWS BETWEEN 5 PRECEDING AND 1 PRECEDING)
+                 AND min(baseline_bytes) OVER (w ROWS BETWEEN 5 PRECEDING AND 1 PRECEDING) - low_bytes >= 67108864
+                THEN 'baseline_drop'
+            WHEN bucket_start - lag(bucket_end) OVER w >= INTERVAL 6 HOUR THEN 'gap'
+        END AS restart_reason
+    FROM buckets
+    WINDOW w AS (PARTITION BY instance, gpu_index ORDER BY bucket_start, bucket_end)
+), numbered AS (
+    SELECT
+        *,
+        count(restart_reason) OVER (
+            PARTITION BY instance, gpu_index ORDER BY bucket_start, bucket_end ROWS UNBOUNDED PRECEDING
+        ) AS lifetime
+    FROM flagged
+)
+SELECT
+    instance,
+    gpu_index,
+    lifetime,
+    first_value(CASE WHEN restart_reason = 'baseline_drop' THEN low_ts ELSE bucket_start END) OVER (
+        PARTITION BY instance, gpu_index, lifetime ORDER BY bucket_start, bucket_end
+    ) AS lifetime_start,
+    restart_reason,
+    model_version,
+    bucket,
+    bucket_start,
+    bucket_end,
+    requests,
+    ooms,
+    baseline_bytes,
+    baseline_ts,
+    low_bytes,
+    reserved_min_bytes,
+    reserved_max_bytes,
+    last_reserved_bytes,
+    peak_bytes,
+    device_total
+FROM numbered;
