@@ -5,34 +5,39 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-import duckdb
+from typing import TYPE_CHECKING, Any
 
 from .config import IngestOptions
 from .errors import DatabaseError
-from .findings.finding import Finding
-from .ingest.ahead import Ahead
-from .ingest.run import IngestReport, Progress, ingest_paths
-from .load.tables import connect
-from .report.document import Report
+from .records import IngestReport
 
+# The library behind each function is imported inside it: `oomlab ingest` starts hashing its first file
+# before DuckDB, polars and pyarrow load, and `oomlab --help` loads none of them.
 if TYPE_CHECKING:
-    from .analyses.estimate import MeasuredPeak, ModelShape
+    from .analyses.estimate import MeasuredPeak, MemoryEstimate, ModelShape, Workload
     from .analyses.fleet.alert_rules import DeviceTuning
+    from .analyses.fleet.sizing import Card
+    from .findings.finding import Finding
+    from .ingest.progress import Progress
+    from .report.document import Report
 
 
 def ingest(
-    db_path: str | Path,
-    paths: list[str],
-    options: IngestOptions,
-    progress: Progress | None = None,
-    ahead: Ahead | None = None,
+    db_path: str | Path, paths: list[str], options: IngestOptions, progress: Progress | None = None
 ) -> IngestReport:
-    """Ingest files and directories into the database at `db_path`; `ahead`: the first file's facts, when the
-    caller started them before loading this module (`ingest_ahead.start_first`)."""
+    """Ingest files and directories (walked once, in order) into the database at `db_path`. The first file's
+    hash starts before DuckDB loads and the database opens, so on two cores they overlap."""
+    from .ingest.ahead import start_first
+    from .ingest.paths import expand_paths
+
+    files = expand_paths(paths)
+    ahead = start_first(files, options.fields)
+
+    from .ingest.run import ingest_files
+    from .load.tables import connect
+
     with connect(db_path) as con:
-        return ingest_paths(con, paths, options, progress, ahead)
+        return ingest_files(con, files, options, progress, ahead)
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,10 @@ class QueryResult:
 
 def query(db_path: str | Path, sql: str, params: list[object] | None = None) -> QueryResult:
     """Run one SQL statement read-only against the database."""
+    import duckdb
+
+    from .load.tables import connect
+
     with connect(db_path, read_only=True) as con:
         try:
             cursor = con.execute(sql, params or [])
@@ -57,6 +66,7 @@ def query(db_path: str | Path, sql: str, params: list[object] | None = None) -> 
 def findings(db_path: str | Path, since: datetime | None = None, until: datetime | None = None) -> list[Finding]:
     """Every analysis's findings over [since, until], most important first."""
     from .findings.collect import collect_findings
+    from .load.tables import connect
 
     with connect(db_path, read_only=True) as con:
         return collect_findings(con, since, until)
@@ -69,6 +79,7 @@ def sources(db_path: str | Path) -> QueryResult:
 
 def weekly_report(db_path: str | Path, since: datetime | None = None, until: datetime | None = None) -> Report:
     """The weekly review over [since, until) (default: the last 7 days of data)."""
+    from .load.tables import connect
     from .report.weekly import weekly_report as build
 
     with connect(db_path, read_only=True) as con:
@@ -79,6 +90,7 @@ def incident_report(
     db_path: str | Path, event_id: int | None = None, instance: str | None = None, at: datetime | None = None
 ) -> Report:
     """The incident page of one OOM: by event id, or the OOM of `instance` nearest to `at`."""
+    from .load.tables import connect
     from .report.incident import incident_report as build
 
     with connect(db_path, read_only=True) as con:
@@ -100,6 +112,7 @@ def demo(out_dir: str | Path | None = None, progress: Progress | None = None) ->
     fleet's last week), the incident report of the OOM behind its most important finding, and that of an OOM
     a bundled snapshot recorded (its page shows the snapshot view)."""
     from .assets import asset_dir
+    from .load.tables import connect
     from .report.demo_choices import folder_week, most_important_oom, oom_with_snapshot
     from .report.incident import incident_report as build_incident
     from .report.weekly import weekly_report as build_weekly
@@ -133,17 +146,117 @@ def _new_folder(base: Path) -> Path:
     return candidate
 
 
-def measured_peaks(db_path: str | Path, model_version: str | None, shape: ModelShape) -> list[MeasuredPeak]:
-    """`oomlab estimate --db`: the measured peaks of a model version beside the estimate of the same requests."""
-    from .analyses.estimate import measured_peaks as measure
+def inspect_snapshot(
+    path: str | Path, requested_bytes: int | None = None, *, top: int = 10, device_total_bytes: int | None = None
+) -> dict[str, Any]:
+    """`oomlab snapshot inspect`: one snapshot explained, without a database (the stable JSON-ready dict)."""
+    from .analyses.snapshot.inspect import inspect_snapshot as inspect
 
-    with connect(db_path, read_only=True) as con:
-        return measure(con, model_version, shape)
+    return inspect(path, requested_bytes, top=top, device_total_bytes=device_total_bytes)
 
 
-def alert_tunings(db_path: str | Path) -> list[DeviceTuning]:
-    """`oomlab alerts export --db`: each device's alert levels, tuned from its steady level."""
-    from .analyses.fleet.alert_rules import device_tunings
+def diff_snapshots(before: str | Path, after: str | Path, *, top: int = 20) -> dict[str, Any]:
+    """`oomlab snapshot diff`: per-site change in bytes and blocks, segments added and removed."""
+    from .analyses.snapshot.inspect import diff_snapshots as diff
 
-    with connect(db_path, read_only=True) as con:
-        return device_tunings(con)
+    return diff(before, after, top=top)
+
+
+def parameter_count(text: str) -> int:
+    """`7B`, `500M` or `6738415616` as a count; ValueError names what would do (the CLI's --params)."""
+    from .analyses.estimate import parse_params
+
+    return parse_params(text)
+
+
+def gpu_card(name: str) -> Card:
+    """The card table's entry for `A10`, `H200`, `A100 80GB`, ...; ValueError lists the known ones."""
+    from .analyses.estimate import card_named
+
+    return card_named(name)
+
+
+@dataclass(frozen=True)
+class EstimateRequest:
+    """What `oomlab estimate` was asked: a config.json, or the parameter count and shape; the workload."""
+
+    batch: int
+    input_len: int
+    output_len: int
+    model_path: str | None = None
+    params: int | None = None
+    dtype: str | None = None
+    shape: dict[str, int | None] | None = None  # layers, kv_heads, head_dim, hidden, intermediate, vocab
+    kv_dtype: str | None = None
+    gpu: Card | None = None
+    context_bytes: int | None = None
+    db_path: str | Path | None = None  # set the estimate beside what this database measured
+    model_version: str | None = None
+
+
+@dataclass(frozen=True)
+class EstimateResult:
+    """The model's shape, the workload, the estimate, and the measured peaks when a database was read."""
+
+    model: ModelShape
+    workload: Workload
+    estimate: MemoryEstimate
+    measured: list[MeasuredPeak] | None
+
+
+def estimate(request: EstimateRequest) -> EstimateResult:
+    """`oomlab estimate`: the memory a model needs for a workload, beside what the fleet measured."""
+    from .analyses import estimate as lib
+
+    model = _model_shape(request)
+    work = lib.Workload(request.batch, request.input_len, request.output_len, request.kv_dtype)
+    context = lib.DEFAULT_CONTEXT_BYTES if request.context_bytes is None else request.context_bytes
+    result = lib.estimate(model, work, request.gpu, context)
+    measured = None
+    if request.db_path is not None:
+        from .load.tables import connect
+
+        with connect(request.db_path, read_only=True) as con:
+            measured = lib.measured_peaks(con, request.model_version, model)
+    return EstimateResult(model, work, result, measured)
+
+
+def _model_shape(request: EstimateRequest) -> ModelShape:
+    from .analyses import estimate as lib
+
+    if request.model_path is not None:
+        return lib.shape_from_config(request.model_path, request.dtype, request.params)
+    shape = request.shape or {}
+    return lib.shape_from_params(
+        request.params,  # type: ignore[arg-type]
+        request.dtype,  # type: ignore[arg-type]
+        shape["layers"],  # type: ignore[arg-type]
+        shape["kv_heads"],  # type: ignore[arg-type]
+        shape["head_dim"],  # type: ignore[arg-type]
+        hidden=shape.get("hidden"),
+        intermediate=shape.get("intermediate"),
+        vocab=shape.get("vocab"),
+    )
+
+
+@dataclass(frozen=True)
+class AlertRules:
+    """`oomlab alerts export`: the rule file as YAML, its document, and the per-device tunings (None: untuned)."""
+
+    yaml: str
+    document: dict[str, object]
+    tunings: list[DeviceTuning] | None
+
+
+def alert_rules(db_path: str | Path | None = None) -> AlertRules:
+    """Prometheus rules on DCGM's memory metrics, tuned per device from the database when one is given."""
+    from .analyses.fleet.alert_rules import device_tunings, rules_document, to_yaml
+
+    tunings = None
+    if db_path is not None:
+        from .load.tables import connect
+
+        with connect(db_path, read_only=True) as con:
+            tunings = device_tunings(con)
+    document = rules_document(tunings)
+    return AlertRules(to_yaml(document), document, tunings)

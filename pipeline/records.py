@@ -1,4 +1,4 @@
-"""Typed records passed between the parse, normalize and load stages."""
+"""Typed records passed between the stages (parse, normalize, load) and from ingest to its callers."""
 
 from __future__ import annotations
 
@@ -42,3 +42,31 @@ class Reject:
     line: int | None
     reason: str
     raw: str = field(default="")
+
+
+# What became of one input file.
+SKIPPED, INGESTED, FAILED = "skipped", "ingested", "failed"
+
+
+@dataclass
+class SourceResult:
+    """What happened to one input path."""
+
+    path: str
+    status: str
+    kind: str = ""
+    rows: int = 0
+    rejects: int = 0
+    message: str = ""
+    reject_samples: list[str] = field(default_factory=list)  # "file:line: reason", the first few
+
+
+@dataclass
+class IngestReport:
+    """The outcome of one `oomlab ingest` call."""
+
+    results: list[SourceResult] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[SourceResult]:
+        return [r for r in self.results if r.status == FAILED]

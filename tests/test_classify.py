@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from oomlab.analyses.fleet import classify
 from oomlab.analyses.fleet.classify_rules import CAUSES, OomFacts, decide
 from oomlab.cli.main import cli
+from oomlab.findings import causes
 
 from conftest import FLEET, H200
 
@@ -32,7 +33,7 @@ def classified(fleet_con) -> pl.DataFrame:
 
 @pytest.fixture(scope="module")
 def fleet_findings(fleet_con) -> dict:
-    return {(f.kind, f.subject): f for f in classify.findings(fleet_con)}
+    return {(f.kind, f.subject): f for f in causes.findings(fleet_con)}
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +193,7 @@ def test_a_snapshot_of_a_logged_oom_is_linked_not_counted_twice(h200_db, h200):
     assert (leak["cause"] == "leak").all()
     connection = duckdb.connect(str(h200_db), read_only=True)
     try:
-        assert {f.impact for f in classify.findings(connection) if f.kind == "fragmentation"} == {5.0}
+        assert {f.impact for f in causes.findings(connection) if f.kind == "fragmentation"} == {5.0}
     finally:
         connection.close()
 

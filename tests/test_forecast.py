@@ -12,6 +12,7 @@ import pytest
 
 from oomlab.analyses.fleet import forecast
 from oomlab.analyses.fleet.forecast import fit_trend, hour_profile
+from oomlab.findings import forecast as forecast_findings
 
 from conftest import FLEET
 
@@ -101,7 +102,7 @@ def test_after_the_fix_nothing_leaks(fleet_con) -> None:
 
 
 def test_forecast_findings(fleet_con) -> None:
-    found = {f.subject: f for f in forecast.findings(fleet_con, until=DURING_LEAK)}
+    found = {f.subject: f for f in forecast_findings.findings(fleet_con, until=DURING_LEAK)}
     assert {f.kind for f in found.values()} == {"forecast"}
     assert {"a10-03", "a10-04", "a10-05", "a100-02", "a100-03"} <= set(found)
     assert not set(STABLE) & set(found)

@@ -10,6 +10,9 @@ from oomlab import api
 from oomlab.config import IngestOptions
 from oomlab.fields import FIELDS
 from oomlab.ingest.ahead import Ahead, start_first
+from oomlab.ingest.paths import expand_paths
+from oomlab.ingest.run import ingest_files
+from oomlab.load.tables import connect
 from oomlab.parse.facts import FileFacts, file_facts, sha256_of
 
 from conftest import H200
@@ -41,22 +44,30 @@ def test_file_facts_count_lines_of_the_text(tmp_path):
 def test_the_first_file_is_read_ahead_with_its_kind(tmp_path):
     folder = tmp_path / "logs"
     folder.mkdir()
-    assert start_first([str(folder)], FIELDS) is None  # a folder is walked later, in order
+    assert start_first(expand_paths([str(folder)]), FIELDS) is None  # an empty folder: nothing to read
+    assert start_first(expand_paths([str(tmp_path / "gone")]), FIELDS) is None  # not there
     assert start_first([], FIELDS) is None
-    request_log = start_first([str(SERVE_MIXED)], FIELDS)
+    request_log = start_first(expand_paths([str(SERVE_MIXED)]), FIELDS)
     assert request_log is not None and request_log.for_path(str(SERVE_MIXED)) is request_log.facts
     assert request_log.for_path(str(folder)) is None
     assert request_log.facts.result() == FileFacts(sha256_of(SERVE_MIXED), 101)  # lines counted: a request log
     text_log = H200 / "serve_mixed" / "oom_messages.txt.gz"
-    assert start_first([str(text_log)], FIELDS).facts.result() == FileFacts(sha256_of(text_log), -1)
+    assert start_first(expand_paths([str(text_log)]), FIELDS).facts.result() == FileFacts(sha256_of(text_log), -1)
+    (folder / "b.txt").write_text("x\n")
+    (folder / ".a.part").write_text("half\n")  # dot files are skipped, so the first file is b.txt
+    in_folder = start_first(expand_paths([str(folder)]), FIELDS)  # the walk is done first: its first file too
+    assert in_folder is not None and in_folder.path == str(folder / "b.txt")
 
 
 def test_ingest_takes_the_facts_read_ahead(db):
     fake = Future()
     fake.set_result(FileFacts("f" * 64, -1))
     log = H200 / "serve_mixed" / "oom_messages.txt.gz"
-    report = api.ingest(db, [str(log)], IngestOptions(), ahead=Ahead(str(log), fake))
+    files = expand_paths([str(log)])
+    with connect(db) as con:
+        report = ingest_files(con, files, IngestOptions(), ahead=Ahead(str(log), fake))
     assert [r.status for r in report.results] == ["ingested"]
     assert api.query(db, "SELECT sha256, rows FROM sources").rows == [("f" * 64, 4)]
-    again = api.ingest(db, [str(log)], IngestOptions(), ahead=Ahead(str(log), fake))  # the same facts: skipped
+    with connect(db) as con:  # the same facts: skipped
+        again = ingest_files(con, files, IngestOptions(), ahead=Ahead(str(log), fake))
     assert [r.status for r in again.results] == ["skipped"]

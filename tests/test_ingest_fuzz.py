@@ -8,8 +8,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oomlab.config import IngestOptions
-from oomlab.ingest.run import FAILED, INGESTED, SKIPPED, ingest_paths
+from oomlab.ingest.paths import expand_paths
+from oomlab.ingest.run import ingest_files
 from oomlab.load.tables import connect
+from oomlab.records import FAILED, INGESTED, SKIPPED
 
 GOOD = json.dumps({"ts": "2026-11-30T01:00:00Z", "batch_size": 1, "input_sequence_length": 8}).encode()
 _settings = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -22,7 +24,7 @@ def test_random_bytes_never_raise(tmp_path_factory, content):
     (folder / "input").write_bytes(content)
     con = connect(folder / "db.duckdb")
     try:
-        report = ingest_paths(con, [str(folder / "input")], IngestOptions())
+        report = ingest_files(con, expand_paths([str(folder / "input")]), IngestOptions())
     finally:
         con.close()
     assert [r.status in (INGESTED, SKIPPED, FAILED) for r in report.results] == [True]
@@ -37,7 +39,7 @@ def test_good_lines_survive_any_neighbours(tmp_path_factory, noise):
     (folder / "log.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     con = connect(folder / "db.duckdb")
     try:
-        report = ingest_paths(con, [str(folder / "log.jsonl")], IngestOptions())
+        report = ingest_files(con, expand_paths([str(folder / "log.jsonl")]), IngestOptions())
         loaded = con.execute("SELECT line FROM requests ORDER BY line").fetchall()
         rejected = con.execute("SELECT count(*) FROM rejects").fetchall()[0][0]
     finally:
@@ -54,7 +56,7 @@ def test_a_nul_byte_in_a_header_like_line(tmp_path):
     path.write_bytes(b"ts,batch_size\x00,input_sequence_length\nsome text\n")
     con = connect(tmp_path / "db.duckdb")
     try:
-        report = ingest_paths(con, [str(path)], IngestOptions())
+        report = ingest_files(con, expand_paths([str(path)]), IngestOptions())
     finally:
         con.close()
     assert report.results[0].status in (INGESTED, FAILED)

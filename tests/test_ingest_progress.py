@@ -12,7 +12,8 @@ import pytest
 import zstandard
 
 from oomlab.config import IngestOptions
-from oomlab.ingest.run import ReadPosition, _polling, ingest_file
+from oomlab.ingest.progress import ReadPosition, polling
+from oomlab.ingest.run import ingest_file
 from oomlab.load.tables import connect
 from oomlab.parse.text.ripgrep import RIPGREP_ENV
 from oomlab.parse.text.textlog import scan_text_log
@@ -77,6 +78,9 @@ class _Recorder:
     def __init__(self) -> None:
         self.fractions: list[float] = []
 
+    def begin(self, total_bytes: int) -> bool:
+        return True
+
     def start(self, path: str, size: int) -> None: ...
 
     def update(self, fraction: float) -> None:
@@ -99,6 +103,6 @@ class _Connection:
 def test_the_poller_takes_duckdb_or_the_reader(percent: float, read: float, expected: float | None) -> None:
     position, bar = ReadPosition(), _Recorder()
     position.fraction = read
-    with _polling(_Connection(percent), bar, position, every=0.01):  # type: ignore[arg-type]
+    with polling(_Connection(percent), bar, position, every=0.01):  # type: ignore[arg-type]
         time.sleep(0.1)
     assert set(bar.fractions) == ({expected} if expected is not None else set())

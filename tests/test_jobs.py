@@ -13,6 +13,7 @@ from scipy import stats
 
 from oomlab.analyses.fleet import jobs
 from oomlab.analyses.fleet.rate_tests import holm, pooled_rate_ratio, rate_ratio, rate_ratio_p
+from oomlab.findings import scheduled_job
 from oomlab.findings.finding import Finding
 from oomlab.load.sql import apply_schema
 
@@ -87,7 +88,7 @@ def test_tiny_fleet_counts_and_p_values_are_exact(tiny) -> None:
 
 
 def test_tiny_fleet_reports_the_job_on_the_affected_host_only(tiny) -> None:
-    (finding,) = jobs.findings(tiny)
+    (finding,) = scheduled_job.findings(tiny)
     assert finding.kind == "scheduled_job" and finding.subject == "job backup"
     assert finding.metrics["hosts_affected"] == ["h1"] and finding.metrics["hosts_not_affected"] == ["h2"]
     assert finding.window.recurring == "daily 03:00-04:00 UTC"
@@ -103,7 +104,7 @@ def test_a_job_whose_control_hosts_show_the_same_excess_is_not_blamed() -> None:
     con = tiny_fleet(everyone, [("backup", 180, 240, ["h1"])])
     row = jobs.job_effects(con).row(0, named=True)
     assert row["hosts_affected"] == ["h1"] and row["verdict"] == "control also elevated"
-    assert jobs.findings(con) == []
+    assert scheduled_job.findings(con) == []
 
 
 def test_rate_tests_on_known_numbers() -> None:
@@ -133,7 +134,7 @@ def test_schedules_are_described_as_people_say_them() -> None:
 def fleet_findings(fleet_db) -> list[Finding]:
     con = duckdb.connect(str(fleet_db), read_only=True)
     try:
-        return jobs.findings(con)
+        return scheduled_job.findings(con)
     finally:
         con.close()
 

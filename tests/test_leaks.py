@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from oomlab.analyses.fleet import leaks
+from oomlab.findings import leak
 from oomlab.findings.finding import Finding
 
 from conftest import FLEET
@@ -152,7 +153,7 @@ def test_projected_time_to_oom_comes_before_the_watchdog(lives):
 
 
 def test_stopgap_restart_comes_before_the_first_leak_oom_of_any_lifetime(fleet_con, lives):
-    every = next(f for f in leaks.findings(fleet_con) if f.subject.endswith(LEAK["model_version"])).metrics[
+    every = next(f for f in leak.findings(fleet_con) if f.subject.endswith(LEAK["model_version"])).metrics[
         "restart_every_hours"
     ]
     with gzip.open(FLEET / "oom_causes.csv.gz", "rb") as handle:
@@ -186,7 +187,7 @@ def test_since_keeps_the_lifetimes_overlapping_the_range(fleet_con, lives):
 
 
 def test_leak_findings_name_the_version_its_deploy_and_its_ooms(fleet_con):
-    found = {f.subject: f for f in leaks.findings(fleet_con)}
+    found = {f.subject: f for f in leak.findings(fleet_con)}
     planted = found[f"model_version {LEAK['model_version']}"]
     assert isinstance(planted, Finding) and planted.kind == "leak"
     assert planted.impact == LEAK["ooms"] and planted.confidence >= 0.9

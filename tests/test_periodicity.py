@@ -11,6 +11,7 @@ from test_jobs import DAYS, SPIKE, tiny_fleet
 
 from oomlab.analyses.fleet import periodicity
 from oomlab.analyses.fleet.aggregates import oom_rates
+from oomlab.findings import periodic_window
 
 from conftest import FLEET
 
@@ -48,7 +49,7 @@ def test_a_window_the_calendar_explains_is_not_reported_twice(fleet_con) -> None
     assert explained == [(BACKUP["job"], h) for h in BACKUP["affected_hosts"]]
     assert not periodicity.host_hours(fleet_con, explained=explained)["significant"].any()
     assert periodicity.periodic_windows(fleet_con, explained=explained).is_empty()
-    assert periodicity.findings(fleet_con) == []
+    assert periodic_window.findings(fleet_con) == []
 
 
 # h2: 6 extra OOMs every evening at 20:00 that no calendar lists; h3: a burst of 30 at 15:00 on one day only
@@ -64,7 +65,7 @@ def tiny():
 
 
 def test_an_unexplained_daily_window_is_reported(tiny) -> None:
-    (finding,) = periodicity.findings(tiny)
+    (finding,) = periodic_window.findings(tiny)
     assert finding.kind == "periodic_window" and finding.subject == "window 20:00-21:00 UTC on h2"
     assert finding.metrics["hosts"] == ["h2"] and finding.metrics["days_above"] == DAYS
     assert finding.window.recurring == "daily 20:00-21:00 UTC"

@@ -11,6 +11,7 @@ import pytest
 
 from oomlab.analyses.fleet import prompt_risk, prompt_threshold
 from oomlab.analyses.fleet.prompt_threshold import best_cut, round_down
+from oomlab.findings import prompt_threshold as threshold_findings
 
 from conftest import FLEET, H200, read_jsonl_gz
 
@@ -35,7 +36,7 @@ def model(fleet_con) -> prompt_risk.RiskModel:
 
 @pytest.fixture(scope="module")
 def found(fleet_con) -> list:
-    return prompt_risk.findings(fleet_con)
+    return threshold_findings.findings(fleet_con)
 
 
 # --- tiny cases ---------------------------------------------------------------------------------------

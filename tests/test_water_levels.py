@@ -11,6 +11,7 @@ import pytest
 
 from oomlab.analyses.fleet import sizing, water_levels
 from oomlab.analyses.fleet.sizing import CARDS, card_name, smallest_card
+from oomlab.findings import sizing as sizing_findings
 
 from conftest import FLEET, H200, read_jsonl_gz
 
@@ -109,7 +110,7 @@ def test_short_captures_get_no_advice(sized) -> None:
 
 
 def test_sizing_findings(fleet_con) -> None:
-    found = {f.subject: f for f in water_levels.findings(fleet_con)}
+    found = {f.subject: f for f in sizing_findings.findings(fleet_con)}
     assert {f.kind for f in found.values()} == {"sizing"}
     assert "Move to a larger card" in found["a10-01"].advice and "V100 32 GB" in found["a10-01"].advice
     assert found["a10-01"].impact > 0

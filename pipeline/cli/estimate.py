@@ -11,7 +11,6 @@ from click.core import ParameterSource
 from .options import DB_OPTION, size_option
 
 if TYPE_CHECKING:
-    from ..analyses.estimate import ModelShape
     from ..analyses.fleet.sizing import Card
 
 # Kept here rather than imported: `oomlab --help` must not load the analyses (tests check they agree).
@@ -21,19 +20,19 @@ _SHAPE_OPTIONS = ("layers", "kv_heads", "head_dim", "hidden", "intermediate", "v
 
 
 def _params(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    from ..analyses.estimate import parse_params
+    from .. import api
 
     try:
-        return None if value is None else parse_params(value)
+        return None if value is None else api.parameter_count(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
 
 
 def _gpu(ctx: click.Context, param: click.Parameter, value: str | None) -> Card | None:
-    from ..analyses.estimate import card_named
+    from .. import api
 
     try:
-        return None if value is None else card_named(value)
+        return None if value is None else api.gpu_card(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
 
@@ -91,32 +90,39 @@ def estimate(
 ) -> None:
     """Estimate the GPU memory a model needs: weights, KV cache, activations, context, the card that fits."""
     from .. import api
-    from ..analyses import estimate as lib
     from .render import print_json
     from .render_estimate import estimate_document, print_estimate
 
-    model = _shape(model_path, params, dtype, shape)
-    work = lib.Workload(batch, input_len, output_len, kv_dtype)
-    context_bytes = size_option(context)
-    result = lib.estimate(model, work, gpu, lib.DEFAULT_CONTEXT_BYTES if context_bytes is None else context_bytes)
-    measured = None
-    if model_version is not None or _db_given(ctx):
-        measured = api.measured_peaks(db_path, model_version, model)
+    _check_shape(model_path, params, dtype, shape)
+    measured_from = db_path if model_version is not None or _db_given(ctx) else None
+    request = api.EstimateRequest(
+        batch,
+        input_len,
+        output_len,
+        model_path,
+        params,
+        dtype,
+        shape,
+        kv_dtype,
+        gpu,
+        size_option(context),
+        measured_from,
+        model_version,
+    )
+    run = api.estimate(request)
     if as_json:
-        print_json(estimate_document(model, work, result, measured))
+        print_json(estimate_document(run))
     else:
-        print_estimate(model, work, result, measured)
+        print_estimate(run)
 
 
-def _shape(model_path: str | None, params: int | None, dtype: str | None, shape: dict[str, int | None]) -> ModelShape:
-    """The model's shape from --model, or from --params and the shape options."""
-    from ..analyses import estimate as lib
-
+def _check_shape(model_path: str | None, params: int | None, dtype: str | None, shape: dict[str, int | None]) -> None:
+    """The model comes from --model, or from --params, --dtype and the shape options: not both, not neither."""
     given = [f"--{k.replace('_', '-')}" for k in _SHAPE_OPTIONS if shape[k] is not None]
     if model_path is not None:
         if given:
             raise click.UsageError(f"{', '.join(given)} come from --model's config: give one or the other")
-        return lib.shape_from_config(model_path, dtype, params)
+        return
     required = {
         "--params": params,
         "--dtype": dtype,
@@ -127,16 +133,6 @@ def _shape(model_path: str | None, params: int | None, dtype: str | None, shape:
     missing = [flag for flag, value in required.items() if value is None]
     if missing:
         raise click.UsageError(f"give --model CONFIG.JSON, or the shape: missing {', '.join(missing)}")
-    return lib.shape_from_params(
-        params,
-        dtype,
-        shape["layers"],
-        shape["kv_heads"],
-        shape["head_dim"],  # type: ignore[arg-type]
-        hidden=shape["hidden"],
-        intermediate=shape["intermediate"],
-        vocab=shape["vocab"],
-    )
 
 
 @click.group()
@@ -160,8 +156,6 @@ def alerts_export(ctx: click.Context, fmt: str, db_path: str, output: str | None
     """Alerting rules on DCGM's memory metrics: 70/85/95 % levels, gradient, predictive; tuned per device
     from --db when given."""
     from .. import api
-    from ..analyses.fleet.alert_rules import rules_document
     from .render_estimate import write_rules
 
-    tunings = api.alert_tunings(db_path) if _db_given(ctx) else None
-    write_rules(rules_document(tunings), tunings, output)
+    write_rules(api.alert_rules(db_path if _db_given(ctx) else None), output)

@@ -73,7 +73,6 @@ def ingest(
     """Ingest request logs, text logs with OOM messages and snapshots into the database."""
     from ..config import IngestOptions
     from ..fields import parse_map_options, read_mapping_file, with_mapping
-    from ..ingest.ahead import start_first
 
     fields_map = {**(read_mapping_file(mapping) if mapping else {}), **parse_map_options(maps)}
     options = IngestOptions(
@@ -83,13 +82,12 @@ def ingest(
         tz=_check_tz(tz),
         fields=with_mapping(fields_map),
     )
-    ahead = start_first(list(paths), options.fields)  # the first file's hash runs while DuckDB loads
 
     from .. import api
     from .render import print_ingest_report, progress_bar
 
-    with progress_bar(list(paths), quiet) as progress:
-        report = api.ingest(db_path, list(paths), options, progress, ahead)
+    with progress_bar(quiet) as progress:
+        report = api.ingest(db_path, list(paths), options, progress)
     print_ingest_report(report)
     click.get_current_context().exit(1 if report.failed else 0)
 
@@ -157,11 +155,11 @@ def snapshot() -> None:
 @click.option("--top", default=10, show_default=True, help="How many sites and suspects to list.")
 def snapshot_inspect(file: str, as_json: bool, request: str | None, device_total: str | None, top: int) -> None:
     """State, fragmentation, top allocation sites, leak suspects and OOM moments of one snapshot."""
-    from ..analyses.snapshot.inspect import inspect_snapshot
+    from .. import api
     from .render import print_json
     from .render_snapshot import print_inspect
 
-    report = inspect_snapshot(file, size_option(request), top=top, device_total_bytes=size_option(device_total))
+    report = api.inspect_snapshot(file, size_option(request), top=top, device_total_bytes=size_option(device_total))
     print_json(report) if as_json else print_inspect(report)
 
 
@@ -172,11 +170,11 @@ def snapshot_inspect(file: str, as_json: bool, request: str | None, device_total
 @click.option("--top", default=20, show_default=True, help="How many sites to list.")
 def snapshot_diff(before: str, after: str, as_json: bool, top: int) -> None:
     """Per-site change in bytes and blocks between two snapshots, and the segments added and removed."""
-    from ..analyses.snapshot.inspect import diff_snapshots
+    from .. import api
     from .render import print_json
     from .render_snapshot import print_diff
 
-    diff = diff_snapshots(before, after, top=top)
+    diff = api.diff_snapshots(before, after, top=top)
     print_json(diff) if as_json else print_diff(diff)
 
 

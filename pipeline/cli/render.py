@@ -10,13 +10,16 @@ from contextlib import contextmanager
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from ..api import QueryResult
-from ..ingest.run import FAILED, SKIPPED, IngestReport, expand_paths
+from ..records import FAILED, SKIPPED, IngestReport
+
+if TYPE_CHECKING:
+    from ..api import QueryResult
 
 _PROGRESS_MIN_BYTES = 32 << 20  # below this an ingest is over before a bar is worth drawing
 _MAX_SUMMARY_ROWS = 40
@@ -60,36 +63,55 @@ def print_query_result(result: QueryResult, fmt: str) -> None:
 
 
 class _BarProgress:
-    """A rich progress bar over all input bytes, advanced within a file as DuckDB reports progress."""
+    """A rich progress bar over all input bytes, advanced within a file as DuckDB reports progress; drawn only
+    for inputs big enough to want one."""
 
-    def __init__(self, progress: Progress, total: int) -> None:
-        self._bar = progress
-        self._task = progress.add_task("ingest", total=total)
+    def __init__(self) -> None:
+        self._bar: Progress | None = None
+        self._task = None
         self._done = 0
         self._size = 0
 
+    def begin(self, total_bytes: int) -> bool:
+        if total_bytes < _PROGRESS_MIN_BYTES:
+            return False
+        columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
+        self._bar = Progress(*columns, console=_stderr(), transient=True)
+        self._bar.start()
+        self._task = self._bar.add_task("ingest", total=total_bytes)
+        return True
+
     def start(self, path: str, size: int) -> None:
         self._size = size
-        self._bar.update(self._task, description=Path(path).name)
+        self._draw(description=Path(path).name)
 
     def update(self, fraction: float) -> None:
-        self._bar.update(self._task, completed=self._done + min(fraction, 1.0) * self._size)
+        self._draw(completed=self._done + min(fraction, 1.0) * self._size)
 
     def finish(self) -> None:
         self._done += self._size
-        self._bar.update(self._task, completed=self._done)
+        self._draw(completed=self._done)
+
+    def _draw(self, **fields: object) -> None:
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, **fields)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
 
 
 @contextmanager
-def progress_bar(paths: list[str], quiet: bool) -> Iterator[_BarProgress | None]:
-    """A progress bar on stderr for inputs big enough to want one, else None."""
-    total = sum(Path(p).stat().st_size for p, err in expand_paths(paths) if err is None)
-    if quiet or total < _PROGRESS_MIN_BYTES:
+def progress_bar(quiet: bool) -> Iterator[_BarProgress | None]:
+    """A progress bar on stderr (None with --quiet); it appears once ingest says the inputs are large."""
+    if quiet:
         yield None
         return
-    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=_stderr(), transient=True) as progress:
-        yield _BarProgress(progress, total)
+    bar = _BarProgress()
+    try:
+        yield bar
+    finally:
+        bar.close()
 
 
 def print_ingest_report(report: IngestReport) -> None:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
-from ..analyses.estimate import MeasuredPeak, MemoryEstimate, ModelShape, Workload
-from ..analyses.fleet.alert_rules import DeviceTuning, to_yaml
 from ..errors import OomlabError
+
+if TYPE_CHECKING:
+    from ..analyses.estimate import MeasuredPeak, MemoryEstimate, ModelShape, Workload
+    from ..api import AlertRules, EstimateResult
 
 GIB = 1 << 30
 
@@ -20,10 +23,9 @@ def _gib(value: float) -> str:
     return f"{value / GIB:,.2f} GiB"
 
 
-def estimate_document(
-    shape: ModelShape, work: Workload, result: MemoryEstimate, measured: list[MeasuredPeak] | None
-) -> dict[str, object]:
+def estimate_document(run: EstimateResult) -> dict[str, object]:
     """The JSON document: model, workload, the estimate with its totals, and the measured peaks if read."""
+    shape, work, result, measured = run.model, run.workload, run.estimate, run.measured
     totals = {
         "total_bytes": result.total_bytes,
         "need_low_bytes": result.need_low_bytes,
@@ -37,10 +39,9 @@ def estimate_document(
     }
 
 
-def print_estimate(
-    shape: ModelShape, work: Workload, result: MemoryEstimate, measured: list[MeasuredPeak] | None
-) -> None:
+def print_estimate(run: EstimateResult) -> None:
     """The estimate's parts, the cards, the limits and, when read, the measured peaks beside it."""
+    shape, work, result, measured = run.model, run.workload, run.estimate, run.measured
     console = Console(soft_wrap=True, highlight=False)
     console.print(_parts_table(shape, work, result))
     for line in _card_lines(result):
@@ -121,9 +122,9 @@ def _measured_table(row: MeasuredPeak) -> Table:
     return table
 
 
-def write_rules(document: dict[str, object], tunings: list[DeviceTuning] | None, path: str | None) -> None:
+def write_rules(rules: AlertRules, path: str | None) -> None:
     """The rule file to `path` (with a one-line note on stderr) or stdout."""
-    text = to_yaml(document)
+    text, document, tunings = rules.yaml, rules.document, rules.tunings
     if path is None:
         sys.stdout.write(text)
         return

@@ -6,12 +6,14 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.padding import Padding
 from rich.text import Text
 
-from ..findings.finding import Finding
+if TYPE_CHECKING:
+    from ..findings.finding import Finding
 
 
 def findings_document(found: list[Finding], since: datetime | None, until: datetime | None) -> dict[str, object]:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
-from ..api import DemoResult
+if TYPE_CHECKING:
+    from ..api import DemoResult
 
 
 def print_written(paths: list[Path]) -> None:

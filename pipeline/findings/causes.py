@@ -1,8 +1,8 @@
 """Findings from classified OOMs: fragmentation per instance, external pressure per neighbour, capacity
 per card.
 
-Input is `classify.classify_ooms`'s frame; snapshot OOMs that repeat a log event (`duplicate_of`) are counted
-once. A scheduled job whose runs hold most of a neighbour's OOMs names the neighbour.
+Input is `analyses.fleet.classify.classify_ooms`'s frame; snapshot OOMs that repeat a log event
+(`duplicate_of`) are counted once. A scheduled job whose runs hold most of a neighbour's OOMs names the neighbour.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import cast
 import duckdb
 import polars as pl
 
+from ..analyses.fleet.classify import classify_ooms
 from ..analyses.fleet.classify_rules import size
 from ..analyses.fleet.oom_limits import token_cost
 from ..load.sql import sql_text
@@ -23,6 +24,13 @@ from .finding import Finding, Window
 JOB_SHARE = 0.8
 # OOMs that all fall within this many hours of the day form a recurring window worth naming.
 RECURRING_SPAN_HOURS = 6
+
+
+def findings(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> list[Finding]:
+    """Fragmentation, external-pressure and capacity findings over [since, until)."""
+    return cause_findings(con, classify_ooms(con, since, until))
 
 
 def cause_findings(con: duckdb.DuckDBPyConnection, classified: pl.DataFrame) -> list[Finding]:

@@ -11,9 +11,16 @@ import duckdb
 from ..analyses.shared import shared_results
 from .finding import Finding, rank
 
-# The analyses that report findings, each a module of this package with
-# `findings(con, since, until) -> list[Finding]`.
-ANALYSES: tuple[str, ...] = ("classify", "leaks", "jobs", "periodicity", "prompt_risk", "water_levels", "forecast")
+# The modules of this package that report findings, each with `findings(con, since, until) -> list[Finding]`.
+FINDERS: tuple[str, ...] = (
+    "causes",
+    "leak",
+    "scheduled_job",
+    "periodic_window",
+    "prompt_threshold",
+    "sizing",
+    "forecast",
+)
 _GIB = 1 << 30
 
 
@@ -23,8 +30,8 @@ def collect_findings(
     """All findings over [since, until], merged and most important first."""
     found: list[Finding] = []
     with shared_results():
-        for name in ANALYSES:
-            module = import_module(f"..analyses.fleet.{name}", __package__)
+        for name in FINDERS:
+            module = import_module(f".{name}", __package__)
             found.extend(module.findings(con, since, until))
     return merge_related(rank(found))
 

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..fields import Field
 from ..parse.facts import FileFacts, facts_in_background
+from .paths import InputFile
 
 
 @dataclass(frozen=True)
 class Ahead:
     """Facts of one input file, under way."""
 
-    path: str  # as `ingest.expand_paths` names the file
+    path: str  # as `paths.expand_paths` names the file
     facts: Future[FileFacts]
 
     def for_path(self, path: str) -> Future[FileFacts] | None:
@@ -29,11 +29,11 @@ class Ahead:
         return self.facts if path == self.path else None
 
 
-def start_first(paths: list[str], fields: tuple[Field, ...]) -> Ahead | None:
-    """Start the facts of `paths[0]` when it is a regular file (a folder is walked later, in order)."""
-    if not paths or not Path(paths[0]).is_file():
+def start_first(files: list[InputFile], fields: tuple[Field, ...]) -> Ahead | None:
+    """Start the facts of the first file to ingest, when it can be read."""
+    if not files or files[0].error is not None:
         return None
-    path = str(Path(paths[0]))
+    path = files[0].path
 
     def line_oriented() -> bool:
         from ..parse import detect

@@ -1,15 +1,10 @@
-"""`oomlab ingest`: every input file through parse -> normalize -> load, one transaction per file."""
+"""`oomlab ingest`: every input file through detect -> parse -> normalize -> load, one transaction per file."""
 
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Iterator
 from concurrent.futures import Future
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 import duckdb
 
@@ -18,134 +13,42 @@ from ..errors import EmptyInputError, OomlabError
 from ..load import tables as load
 from ..parse import detect
 from ..parse.facts import FileFacts, facts_in_background, sha256_of
+from ..records import FAILED, INGESTED, SKIPPED, IngestReport, SourceResult
 from .ahead import Ahead
 from .calendar import refresh_rule_occurrences
+from .paths import InputFile, total_bytes
+from .progress import Progress, ReadPosition, polling
 from .requests import FastPathRefused, ingest_structured
 
-SKIPPED, INGESTED, FAILED = "skipped", "ingested", "failed"
 
-
-@dataclass
-class SourceResult:
-    """What happened to one input path."""
-
-    path: str
-    status: str
-    kind: str = ""
-    rows: int = 0
-    rejects: int = 0
-    message: str = ""
-    reject_samples: list[str] = field(default_factory=list)  # "file:line: reason", the first few
-
-
-@dataclass
-class IngestReport:
-    """The outcome of one `oomlab ingest` call."""
-
-    results: list[SourceResult] = field(default_factory=list)
-
-    @property
-    def failed(self) -> list[SourceResult]:
-        return [r for r in self.results if r.status == FAILED]
-
-
-def expand_paths(paths: list[str]) -> Iterator[tuple[str, str | None]]:
-    """Files under each path (directories recursively, sorted), or (path, error) for unreadable ones."""
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            yield from _walk(path)
-        elif path.is_file():
-            yield str(path), None
-        else:
-            yield str(path), "no such file or directory"
-
-
-def _walk(root: Path) -> Iterator[tuple[str, str | None]]:
-    errors: list[OSError] = []
-    for folder, dirs, files in os.walk(root, onerror=errors.append):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            if not name.startswith("."):
-                yield os.path.join(folder, name), None
-    for err in errors:
-        yield str(err.filename), f"cannot read directory: {err.strerror}"
-
-
-class Progress(Protocol):
-    """Receives progress: a file starts, the running statement is `fraction` done, the file is done."""
-
-    def start(self, path: str, size: int) -> None: ...
-    def update(self, fraction: float) -> None: ...
-    def finish(self) -> None: ...
-
-
-class ReadPosition:
-    """How far a loader that reads its file itself has got (0-1), for the progress bar: DuckDB reports its own
-    progress on the files it reads. The loader writes it, the polling thread reads it."""
-
-    __slots__ = ("fraction",)
-
-    def __init__(self) -> None:
-        self.fraction = 0.0
-
-
-def ingest_paths(
+def ingest_files(
     con: duckdb.DuckDBPyConnection,
-    paths: list[str],
+    files: list[InputFile],
     options: IngestOptions,
     progress: Progress | None = None,
     ahead: Ahead | None = None,
 ) -> IngestReport:
-    """Ingest files and directories into the open database; one failure never stops the others. `ahead`
-    holds facts of a file started before (`ingest_ahead.start_first`)."""
+    """Ingest files (`paths.expand_paths`) into the open database; one failure never stops the others.
+    `ahead` holds facts of a file started before (`ahead.start_first`)."""
     report = IngestReport()
-    for path, error in expand_paths(paths):
-        if error:
-            report.results.append(SourceResult(path, FAILED, message=f"{path}: {error}"))
+    if progress is not None and not progress.begin(total_bytes(files)):
+        progress = None  # too little to follow: no polling thread either
+    for file in files:
+        if file.error:
+            report.results.append(SourceResult(file.path, FAILED, message=f"{file.path}: {file.error}"))
             continue
-        facts = ahead.for_path(path) if ahead is not None else None
+        facts = ahead.for_path(file.path) if ahead is not None else None
         if progress is None:
-            report.results.append(ingest_file(con, path, options, facts))
+            report.results.append(ingest_file(con, file.path, options, facts))
             continue
-        progress.start(path, _size(path))
+        progress.start(file.path, file.size)
         position = ReadPosition()
-        with _polling(con, progress, position):
-            report.results.append(ingest_file(con, path, options, facts, position))
+        with polling(con, progress, position):
+            report.results.append(ingest_file(con, file.path, options, facts, position))
         progress.finish()
     if any(r.status == INGESTED for r in report.results):
         refresh_rule_occurrences(con)  # new data or new rules: runs of recurring jobs cover it all
     return report
-
-
-@contextmanager
-def _polling(
-    con: duckdb.DuckDBPyConnection, progress: Progress, position: ReadPosition, every: float = 0.25
-) -> Iterator[None]:
-    """Report progress from a thread: DuckDB's on its running statement (query_progress is thread-safe, and
-    -1 when none runs), or how far the loader has read the file itself."""
-    done = threading.Event()
-
-    def poll() -> None:
-        while not done.wait(every):
-            fraction = max(con.query_progress() / 100, position.fraction)
-            if fraction > 0:
-                progress.update(fraction)
-
-    thread = threading.Thread(target=poll, daemon=True, name="oomlab-progress")
-    thread.start()
-    try:
-        yield
-    finally:
-        done.set()
-        thread.join()
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
 
 
 def ingest_file(

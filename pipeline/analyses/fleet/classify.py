@@ -14,8 +14,6 @@ from typing import cast
 import duckdb
 import polars as pl
 
-from ...findings.causes import cause_findings
-from ...findings.finding import Finding
 from ...load.sql import sql_text
 from ..shared import shared
 from ..snapshot.ooms import oom_moments
@@ -84,13 +82,6 @@ def classify_ooms(
     snapshots = _snapshot_verdicts(con, events)
     verdicts = [_verdict(row, snapshots) for row in events.iter_rows(named=True)]
     return _result(events, verdicts)
-
-
-def findings(
-    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
-) -> list[Finding]:
-    """Fragmentation, external-pressure and capacity findings over [since, until)."""
-    return cause_findings(con, classify_ooms(con, since, until))
 
 
 def _with_limits(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.DataFrame:

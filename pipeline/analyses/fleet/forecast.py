@@ -21,7 +21,6 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from ...findings.finding import Finding, Window
 from ...load.sql import sql_text
 from ..shared import shared
 from .sizing import card_name
@@ -242,70 +241,3 @@ def _expected_ooms(row: dict[str, object], allocated: Trend | None, needs: pl.Da
     failing = 1 - np.searchsorted(sample, free, side="right") / len(sample)
     failing_now = 1 - np.searchsorted(sample, free_now, side="right") / len(sample)
     return float(np.clip(failing - failing_now, 0, None).sum() * float(mine["requests_per_day"][0]))
-
-
-def findings(
-    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
-) -> list[Finding]:
-    """`forecast` findings: devices whose daily peak will cross 80 % or 95 % within 14 days.
-
-    impact: the OOMs the rising allocated level adds over those 14 days if nothing changes
-    (`_expected_ooms`); allocator cache growth adds none and is reported with low confidence.
-    """
-    table = forecast(con, since, until)
-    if table.is_empty():
-        return []
-    soon = table.filter(
-        pl.any_horizontal(
-            [
-                (pl.col(f"days_to_{round(lv * 100)}") > 0) & (pl.col(f"days_to_{round(lv * 100)}") <= HORIZON_DAYS)
-                for lv in LEVELS
-            ]
-        )
-    )
-    return [_finding(row) for row in soon.iter_rows(named=True)]
-
-
-def _finding(row: dict) -> Finding:
-    """The forecast finding of one device row."""
-    subject = row["instance"] if row["gpu_index"] == 0 else f"{row['instance']} GPU {row['gpu_index']}"
-    crossings = [
-        f"{round(lv * 100)} % on {row[f'date_{round(lv * 100)}']:%Y-%m-%d %H:%M} UTC "
-        f"(in {row[f'days_to_{round(lv * 100)}']:.1f} days)"
-        for lv in LEVELS
-        if row[f"days_to_{round(lv * 100)}"] is not None
-    ]
-    evidence = (
-        f"{row['card']}, {row['model_version']}: held memory (reserved after requests) peaks at "
-        f"{row['level_now']:.0%} of the card a day and rises {row['slope_per_day']:.1%} a day "
-        f"(r2 {row['r2']:.2f}) over the {row['hours_fitted']} hours since the process started at "
-        f"{row['lifetime_start']:%Y-%m-%d %H:%M}; allocated after requests rises "
-        f"{row['allocated_slope_per_day']:.1%} a day. Projected: {', '.join(crossings)}."
-    )
-    cache = row["growth"] == "allocator_cache"
-    end = row["date_95"] or row["date_80"]
-    return Finding(
-        kind="forecast",
-        subject=subject,
-        evidence=evidence,
-        advice=_advice(row, cache),
-        confidence=0.3 if cache else round(min(0.9, max(0.3, row["r2"])), 2),
-        impact=round(row["expected_ooms"], 1),
-        window=Window(row["as_of"], end),
-        metrics={k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in row.items()},
-    )
-
-
-def _advice(row: dict, cache: bool) -> str:
-    """What to do before the crossing."""
-    if cache:
-        return (
-            "Allocator cache growth, not a leak: tensors stay flat, so PyTorch will reuse the cache "
-            "before failing, but memory alerts will fire. Call empty_cache() between requests or set "
-            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or alert on allocated memory instead."
-        )
-    when = row["date_95"] or row["date_80"]
-    return (
-        f"Memory that requests leave behind keeps growing: find what holds it (see the leak findings for "
-        f"{row['model_version']}) and restart or roll back before {when:%Y-%m-%d %H:%M} UTC."
-    )

@@ -18,11 +18,19 @@ from itertools import pairwise
 import duckdb
 import polars as pl
 
-from ...findings.finding import Finding, Window
 from ...load.sql import sql_text
 from ..shared import shared
 from .aggregates import utc_naive
-from .rate_tests import expected_inside, format_p, holm, pooled_excess_p, pooled_rate_ratio, rate_ratio, rate_ratio_p
+from .rate_tests import (
+    expected_inside,
+    format_lift,
+    format_p,
+    holm,
+    pooled_excess_p,
+    pooled_rate_ratio,
+    rate_ratio,
+    rate_ratio_p,
+)
 
 # A host is affected when its Holm-adjusted p is below ALPHA, the rate inside is at least MIN_LIFT times
 # the rate outside, and at least MIN_OOMS_INSIDE OOMs fell inside: a handful of OOMs in a short window
@@ -252,7 +260,7 @@ def _pooled_rates(counted: pl.DataFrame) -> dict[str, float | None]:
 
 def _host_detail(row: dict) -> str:
     """'a10-01 44.2 vs 6.5 OOMs per 1,000 requests (lift 6.8x, ...)'; OOM counts for profiled hosts."""
-    tail = f"lift {_fmt(row['lift'])}, adjusted p {format_p(row['p_adjusted'])}"
+    tail = f"lift {format_lift(row['lift'])}, adjusted p {format_p(row['p_adjusted'])}"
     if row["rate_in_per_1k"] is None:
         return (
             f"{row['instance']} {row['ooms_in']} OOMs inside against {row['expected_in']:.1f} expected "
@@ -281,105 +289,3 @@ def _verdict(row: dict) -> str:
     if control_p is not None and control_p < ALPHA and (control_lift or 0) >= MIN_LIFT:
         return "control also elevated"
     return "reported"
-
-
-def findings(
-    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
-) -> list[Finding]:
-    """A `scheduled_job` finding for every job whose windows raise the OOM rate on some of its hosts."""
-    hosts = host_effects(con, since, until)
-    effects = _effects(hosts, schedules(con, since, until))
-    own = hosts.filter(pl.col("on_job_host")).select(_HOST_TEST_COLUMNS)
-    return [
-        _finding(row, own.filter(pl.col("name") == row["name"]).drop("name").to_dicts())
-        for row in effects.filter(pl.col("verdict") == "reported").to_dicts()
-    ]
-
-
-# What a finding's metrics["host_tests"] shows of each host the job runs on.
-_HOST_TEST_COLUMNS = (
-    "name",
-    "instance",
-    "traffic_source",
-    "requests_in",
-    "ooms_in",
-    "requests_out",
-    "ooms_out",
-    "rate_in_per_1k",
-    "rate_out_per_1k",
-    "expected_in",
-    "lift",
-    "p_adjusted",
-    "affected",
-)
-
-
-def _finding(row: dict, host_tests: list[dict]) -> Finding:
-    """The finding of one reported job, with the numbers that decided it."""
-    hosts = ", ".join(row["hosts_affected"])
-    windows = ", ".join(row["windows_utc"])
-    return Finding(
-        kind="scheduled_job",
-        subject=f"job {row['name']}",
-        evidence=_evidence(row),
-        advice=f"Move {row['name']} out of its window {windows} UTC or off hosts {hosts}.",
-        confidence=_confidence(row),
-        impact=round(row["excess_ooms"], 1),
-        window=Window(row["first_start"], row["last_end"], row["schedule"]),
-        metrics={**{k: row[k] for k in _METRICS}, "host_tests": host_tests},
-    )
-
-
-_METRICS = (
-    "name",
-    "schedule",
-    "windows_utc",
-    "runs",
-    "hosts",
-    "hosts_affected",
-    "hosts_not_affected",
-    "ooms_in",
-    "expected_in",
-    "lift",
-    "p_value",
-    "rate_in_per_1k",
-    "rate_out_per_1k",
-    "excess_ooms",
-    "control_hosts",
-    "control_lift",
-    "control_p_value",
-)
-
-
-def _evidence(row: dict) -> str:
-    """One paragraph: the pooled numbers, the unaffected hosts, the control."""
-    text = (
-        f"{row['name']} runs {row['schedule']} on {', '.join(row['hosts'])}. Inside its windows "
-        f"{row['ooms_in']} OOMs against {row['expected_in']:.1f} expected from traffic"
-        f" (lift {_fmt(row['lift'])}, p {format_p(row['p_value'])}),"
-        f" {row['excess_ooms']:.0f} of them excess."
-        f" Inside against outside: {'; '.join(row['affected_detail'])}."
-    )
-    if row["hosts_not_affected"]:
-        others = row["hosts_not_affected"]
-        verb = "runs" if len(others) == 1 else "run"
-        text += f" {', '.join(others)} {verb} it too without a significant excess."
-    if row["control_hosts"]:
-        text += (
-            f" Hosts that do not run it, at the same times: lift {_fmt(row['control_lift'])}, "
-            f"p {format_p(row['control_p_value'])}."
-        )
-    return text
-
-
-def _fmt(lift: float | None) -> str:
-    """A lift for people; None means no OOM (or no traffic) outside, where a ratio says nothing."""
-    return "n/a" if lift is None else f"{lift:.1f}x"
-
-
-def _confidence(row: dict) -> float:
-    """High when the pooled test is overwhelming and the control shows nothing at the same times."""
-    confidence = 0.85 if row["p_value"] < 1e-6 else 0.7
-    if row["control_p_value"] is not None and row["control_p_value"] >= 0.05:
-        confidence += 0.1
-    return round(confidence, 2)

@@ -17,11 +17,10 @@ from datetime import datetime
 import duckdb
 import polars as pl
 
-from ...findings.finding import Finding, Window
 from ...load.sql import sql_text
 from . import jobs
 from .aggregates import utc_naive
-from .rate_tests import format_p, holm, poisson_excess_p
+from .rate_tests import holm, poisson_excess_p
 
 ALPHA = jobs.ALPHA
 MIN_RATIO = jobs.MIN_LIFT
@@ -257,60 +256,3 @@ def _recurrence(frame: pl.DataFrame, hours: list[int], baseline: float) -> tuple
     )
     threshold = pl.max_horizontal(pl.lit(1.0), MIN_RATIO * baseline * pl.col("exposure"))
     return daily.height, daily.filter(pl.col("ooms") >= threshold).height
-
-
-def findings(
-    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
-) -> list[Finding]:
-    """A `periodic_window` finding per recurring window no calendar explains (same hours: one finding)."""
-    windows = periodic_windows(con, since, until).filter(pl.col("recurring"))
-    groups = windows.group_by(["start_hour", "end_hour", "window_utc"], maintain_order=True).agg(
-        pl.col("instance"),
-        pl.col("ooms").sum(),
-        pl.col("expected").sum(),
-        pl.col("excess_ooms").sum(),
-        pl.col("days").max(),
-        pl.col("days_above").max(),
-        pl.col("recurrence").min(),
-    )
-    return [_finding(row) for row in groups.sort("start_hour").to_dicts()]
-
-
-def _finding(row: dict) -> Finding:
-    """The finding of one window on its hosts."""
-    hosts = ", ".join(row["instance"])
-    ratio = row["ooms"] / row["expected"] if row["expected"] > 0 else None
-    p_value = poisson_excess_p(row["ooms"], row["expected"])
-    subject = f"window {row['window_utc']} UTC on {hosts}"
-    evidence = (
-        f"Every day {row['window_utc']} UTC on {hosts}: {row['ooms']} OOMs against "
-        f"{row['expected']:.1f} expected from traffic ({_ratio(ratio)}, p {format_p(p_value)}); at "
-        f"least {MIN_RATIO:g}x its usual rate on {row['days_above']} of {row['days']} days. No "
-        f"scheduled job in the calendar explains it."
-    )
-    return Finding(
-        kind="periodic_window",
-        subject=subject,
-        evidence=evidence,
-        advice=f"Find what runs at {row['window_utc']} UTC on hosts {hosts} (cron, backups, batch jobs), "
-        f"add it to the calendar, and move it or the traffic apart.",
-        confidence=round(min(0.9, 0.5 + 0.4 * row["recurrence"]), 2),
-        impact=round(row["excess_ooms"], 1),
-        window=Window(recurring=f"daily {row['window_utc']} UTC"),
-        metrics={
-            "window_utc": row["window_utc"],
-            "hosts": row["instance"],
-            "ooms": row["ooms"],
-            "expected": row["expected"],
-            "ratio": ratio,
-            "p_value": p_value,
-            "excess_ooms": row["excess_ooms"],
-            "days": row["days"],
-            "days_above": row["days_above"],
-            "recurrence": row["recurrence"],
-        },
-    )
-
-
-def _ratio(ratio: float | None) -> str:
-    return "no OOM expected" if ratio is None else f"{ratio:.1f}x"

@@ -79,3 +79,8 @@ def holm(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (len(p_values) - rank) * p_values[index]))
         adjusted[index] = running
     return adjusted
+
+
+def format_lift(lift: float | None) -> str:
+    """A lift for people; None means no OOM (or no traffic) outside, where a ratio says nothing."""
+    return "n/a" if lift is None else f"{lift:.1f}x"

@@ -15,7 +15,6 @@ from datetime import date, datetime, timedelta
 import duckdb
 import polars as pl
 
-from ...findings.finding import Finding, Window
 from ...load.sql import sql_text
 from .water_levels import water_levels, window_params
 
@@ -175,85 +174,3 @@ def _action(days: pl.DataFrame, recent: pl.DataFrame, first_day: date) -> str:
     if (recent["peak_level"] < DOWNSIZE_LEVEL).all():
         return "downsize"
     return "keep"
-
-
-def sizing_findings(
-    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
-) -> list[Finding]:
-    """`sizing` findings for devices to upgrade, downsize, or whose allocator fills the card.
-
-    impact: for an upgrade or allocator fix, the device's OOMs in the 14 days (what the move addresses);
-    a downsize prevents no OOM and has impact 0 (it saves money, it is ranked last).
-    """
-    table = sizing(con, since, until)
-    if table.is_empty():
-        return []
-    acted = table.filter(pl.col("action").is_in(["upgrade", "downsize", "fix_allocator"]))
-    out = []
-    for row in acted.iter_rows(named=True):
-        finding = _finding(row)
-        if finding is not None:
-            out.append(finding)
-    return out
-
-
-def _finding(row: dict) -> Finding | None:
-    """The sizing finding for one device's row, or None when a downsize finds no smaller card."""
-    target = row["target_card"]
-    smaller = row["target_total_bytes"] is not None and row["target_total_bytes"] < row["device_total"]
-    if row["action"] == "downsize" and not smaller:
-        return None
-    subject = row["instance"] if row["gpu_index"] == 0 else f"{row['instance']} GPU {row['gpu_index']}"
-    return Finding(
-        kind="sizing",
-        subject=subject,
-        evidence=_evidence(row),
-        advice=_advice(row, target),
-        confidence={"upgrade": 0.8, "downsize": 0.7, "fix_allocator": 0.5}[row["action"]],
-        impact=0.0 if row["action"] == "downsize" else float(row["ooms_in_lookback"]),
-        window=Window(
-            datetime.combine(row["lookback_start"], datetime.min.time()),
-            datetime.combine(row["lookback_end"] + timedelta(days=1), datetime.min.time()),
-        ),
-        metrics={k: (v.isoformat() if isinstance(v, date) else v) for k, v in row.items()},
-    )
-
-
-def _evidence(row: dict) -> str:
-    """What the rule saw."""
-    steady = row["steady_level"]
-    steady_text = "" if steady is None else f"; steady level {steady:.0%} (target under 60 %)"
-    peak_kind = "allocated peak" if row["action"] == "fix_allocator" else "measured peak"
-    return (
-        f"{row['card']}: the daily peak was {row['peak_level']:.0%} at most over "
-        f"{row['lookback_start']}..{row['lookback_end']}, above 80 % on {row['days_above_80']} and under "
-        f"40 % on {row['days_below_40']} of {row['days_seen']} days seen (allocated alone peaked at "
-        f"{row['allocated_peak_level']:.0%}){steady_text}; {peak_kind} "
-        f"{row['measured_peak_bytes'] / GIB:.2f} GiB including {row['context_bytes'] / GIB:.2f} GiB of "
-        f"CUDA context; "
-        f"{row['ooms_in_lookback']} OOMs in those days."
-    )
-
-
-def _advice(row: dict, target: str | None) -> str:
-    """What to do, with the card sized at 1.3-1.5 x the measured peak."""
-    peak_kind = "allocated peak" if row["action"] == "fix_allocator" else "measured peak"
-    need = (
-        f"1.3-1.5 x the {peak_kind} is {SAFETY[0] * row['measured_peak_bytes'] / GIB:.1f}-"
-        f"{SAFETY[1] * row['measured_peak_bytes'] / GIB:.1f} GiB"
-    )
-    fit = (
-        "no card in the table holds it"
-        if target is None
-        else f"the smallest card that fits is {target} ({row['target_margin']:.2f} x the peak)"
-    )
-    if row["device_total"] >= SAFETY[0] * row["measured_peak_bytes"]:
-        fit = f"the current card holds {row['device_total'] / row['measured_peak_bytes']:.2f} x it"
-    if row["action"] == "fix_allocator":
-        return (
-            "Do not buy memory yet: the card is full of reserved-but-unallocated memory, not of tensors. "
-            "Try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True or empty_cache() between requests, "
-            f"then size again ({need}; {fit})."
-        )
-    verb = "Move to a larger card" if row["action"] == "upgrade" else "Move to a smaller card"
-    return f"{verb}: {need}; {fit}."

@@ -16,7 +16,6 @@ from datetime import datetime
 import duckdb
 import polars as pl
 
-from ...findings.finding import Finding
 from ...load.sql import bind, sql_text
 from ..shared import shared
 from .aggregates import utc_naive
@@ -78,12 +77,3 @@ def alert_episodes(
     below 1.2 x the largest peak need of the hour and the hour before."""
     query = _with_hourly("q_water_alert_episodes")
     return con.sql(query, params=bind(query, _params(since, until))).pl()
-
-
-def findings(
-    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
-) -> list[Finding]:
-    """Sizing findings (upgrade / downsize with the card to move to); see `sizing`."""
-    from .sizing import sizing_findings  # sizing builds on this module's tables
-
-    return sizing_findings(con, since, until)

@@ -1,0 +1,109 @@
+"""scheduled_job findings: jobs whose windows raise the OOM rate on their hosts, with the numbers that decided it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import duckdb
+import polars as pl
+
+from ..analyses.fleet.jobs import host_effects, job_effects
+from ..analyses.fleet.rate_tests import format_lift, format_p
+from .finding import Finding, Window
+
+
+def findings(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> list[Finding]:
+    """A `scheduled_job` finding for every job whose windows raise the OOM rate on some of its hosts."""
+    hosts = host_effects(con, since, until)
+    effects = job_effects(con, since, until)
+    own = hosts.filter(pl.col("on_job_host")).select(_HOST_TEST_COLUMNS)
+    return [
+        _finding(row, own.filter(pl.col("name") == row["name"]).drop("name").to_dicts())
+        for row in effects.filter(pl.col("verdict") == "reported").to_dicts()
+    ]
+
+
+# What a finding's metrics["host_tests"] shows of each host the job runs on.
+_HOST_TEST_COLUMNS = (
+    "name",
+    "instance",
+    "traffic_source",
+    "requests_in",
+    "ooms_in",
+    "requests_out",
+    "ooms_out",
+    "rate_in_per_1k",
+    "rate_out_per_1k",
+    "expected_in",
+    "lift",
+    "p_adjusted",
+    "affected",
+)
+
+
+def _finding(row: dict, host_tests: list[dict]) -> Finding:
+    """The finding of one reported job, with the numbers that decided it."""
+    hosts = ", ".join(row["hosts_affected"])
+    windows = ", ".join(row["windows_utc"])
+    return Finding(
+        kind="scheduled_job",
+        subject=f"job {row['name']}",
+        evidence=_evidence(row),
+        advice=f"Move {row['name']} out of its window {windows} UTC or off hosts {hosts}.",
+        confidence=_confidence(row),
+        impact=round(row["excess_ooms"], 1),
+        window=Window(row["first_start"], row["last_end"], row["schedule"]),
+        metrics={**{k: row[k] for k in _METRICS}, "host_tests": host_tests},
+    )
+
+
+_METRICS = (
+    "name",
+    "schedule",
+    "windows_utc",
+    "runs",
+    "hosts",
+    "hosts_affected",
+    "hosts_not_affected",
+    "ooms_in",
+    "expected_in",
+    "lift",
+    "p_value",
+    "rate_in_per_1k",
+    "rate_out_per_1k",
+    "excess_ooms",
+    "control_hosts",
+    "control_lift",
+    "control_p_value",
+)
+
+
+def _evidence(row: dict) -> str:
+    """One paragraph: the pooled numbers, the unaffected hosts, the control."""
+    text = (
+        f"{row['name']} runs {row['schedule']} on {', '.join(row['hosts'])}. Inside its windows "
+        f"{row['ooms_in']} OOMs against {row['expected_in']:.1f} expected from traffic"
+        f" (lift {format_lift(row['lift'])}, p {format_p(row['p_value'])}),"
+        f" {row['excess_ooms']:.0f} of them excess."
+        f" Inside against outside: {'; '.join(row['affected_detail'])}."
+    )
+    if row["hosts_not_affected"]:
+        others = row["hosts_not_affected"]
+        verb = "runs" if len(others) == 1 else "run"
+        text += f" {', '.join(others)} {verb} it too without a significant excess."
+    if row["control_hosts"]:
+        text += (
+            f" Hosts that do not run it, at the same times: lift {format_lift(row['control_lift'])}, "
+            f"p {format_p(row['control_p_value'])}."
+        )
+    return text
+
+
+def _confidence(row: dict) -> float:
+    """High when the pooled test is overwhelming and the control shows nothing at the same times."""
+    confidence = 0.85 if row["p_value"] < 1e-6 else 0.7
+    if row["control_p_value"] is not None and row["control_p_value"] >= 0.05:
+        confidence += 0.1
+    return round(confidence, 2)
