@@ -1,4 +1,4 @@
-"""Byte sizes and timestamps as logs write them."""
+"""Byte sizes and timestamps: as logs write them (parsing), and as oomlab writes them for people (one formatter)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,10 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo
 
 # Binary multiples throughout: frameworks that print "GB" mean GiB (domain.md), and so do our logs.
+KIB, MIB, GIB, TIB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
+# The units oomlab writes, smallest first (PyTorch's names).
+BYTE_UNITS: dict[str, int] = {"B": 1, "KiB": KIB, "MiB": MIB, "GiB": GIB, "TiB": TIB}
+
 UNIT_BYTES: dict[str, int] = {
     "": 1,
     "b": 1,
@@ -29,6 +33,27 @@ UNIT_BYTES: dict[str, int] = {
     "pb": 1 << 50,
     "pib": 1 << 50,
 }
+
+
+def format_bytes(value: float, unit: str | None = None, digits: int = 2, *, grouped: bool = False) -> str:
+    """Bytes for people in binary units: in `unit` with `digits` decimals, or, without a unit, in the largest
+    unit that keeps the number at least 1 (PyTorch's style: `1.67 GiB`; plain bytes have no decimals).
+    `grouped` adds thousands separators (`1,234.50 GiB`)."""
+    comma = "," if grouped else ""
+    if unit is not None:
+        return f"{value / BYTE_UNITS[unit]:{comma}.{digits}f} {unit}"
+    names = list(BYTE_UNITS)
+    amount, index = float(value), 0
+    while abs(amount) >= 1024 and index < len(names) - 1:  # divided step by step, as PyTorch's summary does
+        amount /= 1024
+        index += 1
+    return f"{amount:{comma}.0f} B" if index == 0 else f"{amount:{comma}.{digits}f} {names[index]}"
+
+
+def format_bytes_short(value: float) -> str:
+    """Bytes in a sentence: `9.87 GiB` from a GiB up, else whole MiB (`522 MiB`)."""
+    return format_bytes(value, "GiB") if abs(value) >= GIB else format_bytes(value, "MiB", 0)
+
 
 _SIZE = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z]*)\s*$")
 

@@ -11,16 +11,15 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import OomlabError
+from ..units import GIB, format_bytes
 
 if TYPE_CHECKING:
     from ..analyses.estimate import MeasuredPeak, MemoryEstimate, ModelShape, Workload
     from ..api import AlertRules, EstimateResult
 
-GIB = 1 << 30
-
 
 def _gib(value: float) -> str:
-    return f"{value / GIB:,.2f} GiB"
+    return format_bytes(value, "GiB", grouped=True)
 
 
 def estimate_document(run: EstimateResult) -> dict[str, object]:

@@ -7,17 +7,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+from ..units import format_bytes
 
 
 def human_bytes(value: float | None) -> str:
     """Bytes in binary units with two decimals, as PyTorch prints them."""
-    if value is None:
-        return "-"
-    size, unit = float(value), 0
-    while abs(size) >= 1024 and unit < len(_UNITS) - 1:
-        size, unit = size / 1024, unit + 1
-    return f"{size:.2f} {_UNITS[unit]}" if unit else f"{int(size)} B"
+    return "-" if value is None else format_bytes(value)
 
 
 def _state_table(report: dict[str, Any]) -> Table:

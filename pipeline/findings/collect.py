@@ -9,6 +9,7 @@ from importlib import import_module
 import duckdb
 
 from ..analyses.shared import shared_results
+from ..units import format_bytes
 from .finding import Finding, rank
 
 # The modules of this package that report findings, each with `findings(con, since, until) -> list[Finding]`.
@@ -21,7 +22,6 @@ FINDERS: tuple[str, ...] = (
     "sizing",
     "forecast",
 )
-_GIB = 1 << 30
 
 
 def collect_findings(
@@ -44,7 +44,7 @@ def _topic(finding: Finding) -> str:
     """
     metrics = finding.metrics
     if finding.kind == "prompt_threshold" and metrics.get("device_total") and not metrics.get("model_version"):
-        return f"card {metrics['device_total'] / _GIB:.2f} GiB"
+        return f"card {format_bytes(metrics['device_total'], 'GiB')}"
     if finding.kind == "capacity" and metrics.get("card"):
         return f"card {metrics['card']}"
     return finding.subject.lower()

@@ -9,7 +9,8 @@ import duckdb
 import polars as pl
 
 from ..analyses.fleet.classify import classify_ooms
-from ..analyses.fleet.leaks import GIB, MIB, first_deploy, leaking_versions, lifetimes
+from ..analyses.fleet.leaks import first_deploy, leaking_versions, lifetimes
+from ..units import format_bytes_short
 from .finding import Finding, Window
 
 
@@ -98,7 +99,7 @@ def _rate(bytes_per_hour: float | None) -> str:
     if bytes_per_hour is None:
         return "unknown"
     value = abs(bytes_per_hour)
-    text = f"{value / GIB:.2f} GiB/h" if value >= GIB else f"{value / MIB:.0f} MiB/h"
+    text = f"{format_bytes_short(value)}/h"
     return text if bytes_per_hour >= 0 else f"-{text}"
 
 

@@ -9,9 +9,10 @@ import polars as pl
 
 from ..analyses.fleet.prompt_risk import RiskModel, card_thresholds, fit_risk_model
 from ..analyses.fleet.prompt_threshold import METRICS, size_counts
-from ..analyses.fleet.sizing import GIB, card_name
-from ..analyses.fleet.water_levels import window_params
+from ..analyses.fleet.sizing import card_name
+from ..analyses.window import window_params
 from ..load.sql import sql_text
+from ..units import format_bytes
 from .finding import Finding, Window
 
 
@@ -77,7 +78,7 @@ def _subject(row: dict) -> str:
     """'A10 24 GB' or 'H200 141 GB with 4.51 GiB usable', plus the version when per version."""
     name = card_name(row["device_total"])
     if row["capacity_bytes"] != row["device_total"]:
-        name += f" with {row['capacity_bytes'] / GIB:.2f} GiB usable"
+        name += f" with {format_bytes(row['capacity_bytes'], 'GiB')} usable"
     return name if row["scope"] == "card" else f"{name}, {row['model_version']}"
 
 
@@ -87,7 +88,7 @@ def _sentence(row: dict) -> str:
     usable = (
         ""
         if row["capacity_bytes"] == row["device_total"]
-        else f" (with {row['capacity_bytes'] / GIB:.2f} GiB usable beside other processes or a cap)"
+        else f" (with {format_bytes(row['capacity_bytes'], 'GiB')} usable beside other processes or a cap)"
     )
     return (
         f"On {card_name(row['device_total'])} cards{usable} running {row['versions']}, {metric} above "

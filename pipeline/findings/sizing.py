@@ -7,7 +7,8 @@ from datetime import date, datetime, timedelta
 import duckdb
 import polars as pl
 
-from ..analyses.fleet.sizing import GIB, SAFETY, sizing
+from ..analyses.fleet.sizing import SAFETY, sizing
+from ..units import GIB, format_bytes
 from .finding import Finding, Window
 
 
@@ -63,7 +64,7 @@ def _evidence(row: dict) -> str:
         f"{row['lookback_start']}..{row['lookback_end']}, above 80 % on {row['days_above_80']} and under "
         f"40 % on {row['days_below_40']} of {row['days_seen']} days seen (allocated alone peaked at "
         f"{row['allocated_peak_level']:.0%}){steady_text}; {peak_kind} "
-        f"{row['measured_peak_bytes'] / GIB:.2f} GiB including {row['context_bytes'] / GIB:.2f} GiB of "
+        f"{format_bytes(row['measured_peak_bytes'], 'GiB')} including {format_bytes(row['context_bytes'], 'GiB')} of "
         f"CUDA context; "
         f"{row['ooms_in_lookback']} OOMs in those days."
     )
@@ -74,7 +75,7 @@ def _advice(row: dict, target: str | None) -> str:
     peak_kind = "allocated peak" if row["action"] == "fix_allocator" else "measured peak"
     need = (
         f"1.3-1.5 x the {peak_kind} is {SAFETY[0] * row['measured_peak_bytes'] / GIB:.1f}-"
-        f"{SAFETY[1] * row['measured_peak_bytes'] / GIB:.1f} GiB"
+        f"{format_bytes(SAFETY[1] * row['measured_peak_bytes'], 'GiB', 1)}"
     )
     fit = (
         "no card in the table holds it"

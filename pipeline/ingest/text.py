@@ -17,7 +17,7 @@ from .telemetry import insert_engine_memory, startup_scanner
 
 if TYPE_CHECKING:
     from ..parse.text.textscan import Window
-    from .run import ReadPosition
+    from .progress import ReadPosition
 
 
 def ingest_text_log(

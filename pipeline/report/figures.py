@@ -13,7 +13,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-GIB = 1024**3
+from ..units import GIB
+
 # Memory alert levels drawn as bands (the domain's notice / warning / critical).
 LEVEL_BANDS: tuple[tuple[float, float, str], ...] = (
     (0.70, 0.85, "rgba(255, 200, 0, 0.10)"),

@@ -5,19 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+from ..units import format_bytes
+
 MISSING = "\u2013"  # an en dash: an unknown value, not zero
 
 
 def size(value: float | int | None) -> str:
     """Bytes in the largest binary unit that keeps the number >= 1 (PyTorch's style: 1.67 GiB)."""
-    if value is None:
-        return MISSING
-    amount, unit = float(value), 0
-    while abs(amount) >= 1024 and unit < len(_UNITS) - 1:
-        amount /= 1024
-        unit += 1
-    return f"{amount:.0f} B" if unit == 0 else f"{amount:.2f} {_UNITS[unit]}"
+    return MISSING if value is None else format_bytes(value)
 
 
 def number(value: float | int | None, digits: int = 0) -> str:

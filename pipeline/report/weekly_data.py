@@ -15,6 +15,7 @@ import polars as pl
 
 from ..analyses.fleet import aggregates, forecast, jobs, leaks
 from ..analyses.shared import shared_results
+from ..analyses.window import utc_naive
 from ..errors import OomlabError
 from ..findings.collect import collect_findings
 from ..findings.finding import Finding
@@ -56,7 +57,7 @@ class ReportWindow:
 
 def report_window(con: duckdb.DuckDBPyConnection, since: datetime | None, until: datetime | None) -> ReportWindow:
     """[since, until): by default the 7 days up to midnight after the latest event; one end given, a week."""
-    since, until = aggregates.utc_naive(since), aggregates.utc_naive(until)
+    since, until = utc_naive(since), utc_naive(until)
     if until is None:
         until = since + WEEK if since is not None else data_range(con)["day_end"]
     if until is None:

@@ -12,13 +12,14 @@ Time ranges are half-open, `since <= ts < until`, in UTC; None leaves that end o
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import duckdb
 import polars as pl
 
 from ...errors import DatabaseError
 from ...load.sql import sql_text
+from ..window import utc_naive
 
 # What `oom_rates` can cut by; prompt features are power-of-two buckets "b-(2b-1)" named by their lower bound.
 DIMENSIONS: tuple[str, ...] = (
@@ -36,13 +37,6 @@ WEEK = timedelta(days=7)
 _MONDAY = datetime(2024, 1, 1)
 
 WOW_METRICS: tuple[str, ...] = ("requests", "ooms", "oom_rate_per_1k", "instances_affected", "requests_lost")
-
-
-def utc_naive(moment: datetime | None) -> datetime | None:
-    """The moment as the database stores it: UTC without a zone (naive input is taken as UTC)."""
-    if moment is None or moment.tzinfo is None:
-        return moment
-    return moment.astimezone(UTC).replace(tzinfo=None)
 
 
 def oom_rates(

@@ -26,6 +26,7 @@ import duckdb
 import yaml
 
 from ...load.sql import sql_text
+from ...units import MIB
 from .water_levels import ALERT_LEVELS, ALERT_NEED_FACTOR, water_levels
 
 USED, FREE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"
@@ -38,7 +39,6 @@ TUNE_MARGIN = 0.05  # a steady level this close to the notice level would fire o
 GRADIENT_POINTS = 0.30  # 40 % -> 70 % ...
 GRADIENT_WINDOW_S = 1800  # ... in 30 minutes
 PREDICT_RANGE, PREDICT_AHEAD_S = "1h", 3600
-MIB = 1 << 20
 GROUP_NAME = "oomlab-gpu-memory"
 
 

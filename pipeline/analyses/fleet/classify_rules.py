@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from ...units import MIB, format_bytes_short
 from ..snapshot.ooms import FRAGMENTED_SLACK_SHARE
 
 CAUSES: tuple[str, ...] = (
@@ -24,8 +25,6 @@ CAUSES: tuple[str, ...] = (
     "preallocated_pool",
     "unknown",
 )
-MIB = 1 << 20
-GIB = 1 << 30
 # A request whose need reaches this share of the largest peak that ever succeeded on the card is at the
 # card's edge: the sample fleet separates at 0.9961 (largest non-capacity) and 0.9998 (smallest capacity).
 EDGE_SHARE = 0.998
@@ -100,7 +99,7 @@ def size(value: float | None) -> str:
     """Bytes for people: `9.87 GiB`, `522 MiB`."""
     if value is None:
         return "unknown"
-    return f"{value / GIB:.2f} GiB" if abs(value) >= GIB else f"{value / MIB:.0f} MiB"
+    return format_bytes_short(value)
 
 
 def _request(f: OomFacts) -> str:

@@ -23,8 +23,8 @@ import polars as pl
 
 from ...load.sql import sql_text
 from ..shared import shared
+from ..window import window_params
 from .sizing import card_name
-from .water_levels import window_params
 
 LEVELS: tuple[float, ...] = (0.80, 0.95)
 HORIZON_DAYS = 14

@@ -20,7 +20,7 @@ import polars as pl
 
 from ...load.sql import sql_text
 from ..shared import shared
-from .aggregates import utc_naive
+from ..window import utc_naive
 from .rate_tests import (
     expected_inside,
     format_lift,

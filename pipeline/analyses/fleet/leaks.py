@@ -17,11 +17,10 @@ import numpy as np
 import polars as pl
 
 from ...load.sql import sql_text
+from ...units import MIB
 from ..shared import shared
 from .oom_limits import instance_limits
 
-MIB = 1 << 20
-GIB = 1 << 30
 # A leak must explain a trend, not noise: the fitted line must describe the windowed minima well, the
 # minimum must rise in most window steps, and the growth must matter next to the baseline.
 MIN_WINDOWS = 4

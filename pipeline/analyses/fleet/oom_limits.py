@@ -10,15 +10,14 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
+from ...units import GIB, format_bytes
 from ..shared import shared
-
-GIB = 1 << 30
 
 
 def card_label(device_total: int | None, cap: int | None) -> str:
     """A readable card key: `21.96 GiB` or `139.80 GiB capped at 5.00 GiB`."""
-    size = "unknown size" if device_total is None else f"{device_total / GIB:.2f} GiB"
-    return size if cap is None else f"{size} capped at {cap / GIB:.2f} GiB"
+    size = "unknown size" if device_total is None else format_bytes(device_total, "GiB")
+    return size if cap is None else f"{size} capped at {format_bytes(cap, 'GiB')}"
 
 
 @shared()

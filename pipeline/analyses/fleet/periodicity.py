@@ -18,8 +18,8 @@ import duckdb
 import polars as pl
 
 from ...load.sql import sql_text
+from ..window import utc_naive
 from . import jobs
-from .aggregates import utc_naive
 from .rate_tests import holm, poisson_excess_p
 
 ALPHA = jobs.ALPHA

@@ -23,9 +23,9 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from ...load.sql import sql_text
+from ...units import GIB
+from ..window import window_params
 from .prompt_threshold import size_counts, thresholds
-from .sizing import GIB
-from .water_levels import window_params
 
 CV_FOLDS = 5
 MAX_MODEL_ROWS = 50_000  # ~2 s of 5-fold CV on two cores; a boundary this sharp needs no more

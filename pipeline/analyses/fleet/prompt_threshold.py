@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from ...load.sql import sql_text
-from .water_levels import window_params
+from ..window import window_params
 
 METRICS: dict[str, str] = {
     "batch_x_input": "batch x input tokens",

@@ -16,9 +16,10 @@ import duckdb
 import polars as pl
 
 from ...load.sql import sql_text
-from .water_levels import water_levels, window_params
+from ...units import GIB, format_bytes
+from ..window import window_params
+from .water_levels import water_levels
 
-GIB = 1 << 30
 LOOKBACK_DAYS = 14
 MIN_DAYS_SEEN = 12  # of the 14: a day without traffic (an outage, a holiday) does not reset the count
 UPGRADE_LEVEL = 0.80
@@ -69,7 +70,7 @@ def card_name(device_total: int) -> str:
     """'A10 24 GB', '80 GB (H100 / H800 / A100 80 GB)', or the size in GiB for a card not in the table."""
     matches = [c for c in CARDS if abs(device_total - c.total_bytes) <= _MATCH_TOLERANCE * c.total_bytes]
     if not matches:
-        return f"{device_total / GIB:.2f} GiB"
+        return format_bytes(device_total, "GiB")
     exact = [c for c in matches if c.total_bytes == device_total]
     matches = exact or matches
     if len(matches) == 1:

@@ -18,7 +18,7 @@ import polars as pl
 
 from ...load.sql import bind, sql_text
 from ..shared import shared
-from .aggregates import utc_naive
+from ..window import window_params
 
 ALERT_LEVELS: tuple[float, ...] = (0.70, 0.85, 0.95)  # notice, warning, critical (domain.md)
 # A request holds its level until the next one, but not across a longer gap: the device may have been
@@ -26,11 +26,6 @@ ALERT_LEVELS: tuple[float, ...] = (0.70, 0.85, 0.95)  # notice, warning, critica
 MAX_HOLD_S = 1800
 # Predictive alert: free memory below this multiple of the peak need of the largest recent request.
 ALERT_NEED_FACTOR = 1.2
-
-
-def window_params(since: datetime | None, until: datetime | None) -> dict[str, datetime | None]:
-    """SQL parameters `since` / `until` as naive UTC, the way timestamps are stored."""
-    return {"since": utc_naive(since), "until": utc_naive(until)}
 
 
 def _params(since: datetime | None, until: datetime | None) -> dict[str, object]:

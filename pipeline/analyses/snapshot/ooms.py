@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import duckdb
 
 from ...load.sql import sql_text
+from ...units import format_bytes
 from .layout import LayoutReplay, LayoutState
 
 FRAGMENTATION, CAPACITY, PER_PROCESS_CAP, EXTERNAL_PRESSURE = (
@@ -132,4 +133,4 @@ def _final_layout(con: duckdb.DuckDBPyConnection, snapshot_id: int, device: int)
 
 
 def _gib(value: int) -> str:
-    return f"{value / (1 << 30):.2f} GiB"
+    return format_bytes(value, "GiB")

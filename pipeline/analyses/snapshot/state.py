@@ -8,6 +8,7 @@ import duckdb
 import polars as pl
 
 from ...errors import DatabaseError
+from ...units import format_bytes
 
 # The caching allocator's pools: requests up to 1 MiB come from the small pool, larger ones from the large.
 SMALL_REQUEST_BYTES = 1 << 20
@@ -101,4 +102,4 @@ def _fit_reason(rounded: int, pool: str, largest: int, pool_free: int) -> tuple[
 
 
 def _mib(value: int) -> str:
-    return f"{value / (1 << 20):.1f} MiB"
+    return format_bytes(value, "MiB", 1)

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
-
-if TYPE_CHECKING:
-    from .textscan import MarkerFinder
 
 BLOCK_BYTES = 32 << 10
 _INLINE = 12  # arrow keeps values up to 12 bytes inside the view; those are searched in Python
@@ -27,6 +24,14 @@ _VIEW = np.dtype([("len", "<i4"), ("prefix", "V4"), ("buf", "<i4"), ("off", "<i4
 _ASCII_ONLY = bytes(range(128)) + b"?" * 128
 
 Buffer = Any  # bytes, bytearray or mmap.mmap: the buffer protocol plus find/rfind
+
+
+class MarkerFinder(Protocol):
+    """What a search needs of `textscan.MarkerFinder` (named here so that this module imports nothing of it)."""
+
+    pattern: str  # the markers as one Rust regex
+
+    def lines_py(self, buf: Buffer, lo: int, hi: int) -> list[int]: ...
 
 
 def _blocks(buf: Buffer, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
