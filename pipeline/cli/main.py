@@ -105,7 +105,14 @@ def _check_tz(tz: str | None) -> str | None:
 @cli.command()
 @click.argument("sql")
 @DB_OPTION
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+    help="How to print the rows.",
+)
 def query(sql: str, db_path: str, fmt: str) -> None:
     """Run a read-only SQL query against the database."""
     from .. import api
@@ -116,7 +123,14 @@ def query(sql: str, db_path: str, fmt: str) -> None:
 
 @cli.command()
 @DB_OPTION
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+    help="How to print the rows.",
+)
 def sources(db_path: str, fmt: str) -> None:
     """List what was ingested."""
     from .. import api

@@ -1,4 +1,4 @@
-"""Options and converters shared by the command modules (cli.py, cli_*.py)."""
+"""Options and converters shared by the command modules (main.py, estimate.py, report.py)."""
 
 from __future__ import annotations
 

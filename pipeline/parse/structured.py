@@ -83,7 +83,7 @@ def _typed_stage(con: duckdb.DuckDBPyConnection, relation: str, params: dict[str
     """A stage over a reader that types its own columns (read_json, read_csv, read_parquet).
 
     No WITH ORDINALITY here: it makes DuckDB read on one thread (about 1.5x slower); the loader numbers
-    the rows from their order instead (see ingest_structured._load_fast).
+    the rows from their order instead (see ingest/requests._load_fast).
     """
     probe = con.execute(f"SELECT * FROM {relation} LIMIT 0", params)
     columns = {d[0]: str(d[1]) for d in probe.description}

@@ -3,7 +3,8 @@
 Facts come from the message (`fct_oom_context`), the failing request and its process lifetime (leaks.py),
 what the card has been seen to serve (oom_limits.py), the processes nvidia-smi listed on the device
 (`fct_oom_neighbours_seen`, when the message names none) and, when one recorded the same failure, a snapshot
-(snapshot_ooms.py). The rules themselves are in classify_rules.py.
+(analyses/snapshot/ooms.py). The rules themselves are in classify_rules.py; the findings they add up to
+are findings/causes.py.
 """
 
 from __future__ import annotations

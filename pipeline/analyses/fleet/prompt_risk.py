@@ -1,5 +1,5 @@
 """Prompt risk: a cross-validated scikit-learn model of OOM probability from the request's shape and the
-card, and `prompt_threshold` findings that say where to cap batch x tokens.
+card, and per card the thresholds that findings/prompt_threshold.py turns into where to cap batch x tokens.
 
 The model is a logistic regression on clean requests (fct_prompt_requests: OOMs of a raised baseline, an
 intermittent neighbour process or fragmentation are left out, as are the requests of a raised baseline) with

@@ -1,4 +1,4 @@
-"""Sizing advice by the article's rules, and the card table it picks from.
+"""Sizing by the article's rules (the action per device; findings/sizing.py words it), and the card table.
 
 Rules (domain.md): keep the steady level under 60 %; consider a larger card when the daily peak stays above
 80 % for two weeks, a smaller one when it stays under 40 %; size at 1.3-1.5 x the measured peak. The peak of

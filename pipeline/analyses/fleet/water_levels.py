@@ -1,4 +1,4 @@
-"""Water levels per device: time above the alert levels, predictive alerts, and the sizing findings.
+"""Water levels per device: time above the alert levels and predictive alerts (sizing builds on them).
 
 Memory use is `reserved_after / device_total`: what the process holds between requests, which is what
 `nvidia-smi` (less the CUDA context) and the article's 70/85/95 % alerts watch. A request's own peak

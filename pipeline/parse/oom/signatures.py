@@ -1,6 +1,6 @@
 """The known OOM message formats as data, most specific first (the first signature that matches wins).
 
-Patterns read as the messages do: a space stands for optional whitespace (see `oom_patterns.rx`).
+Patterns read as the messages do: a space stands for optional whitespace (see `patterns.rx`).
 """
 
 from __future__ import annotations

@@ -1,2 +1,0 @@
-INSERT INTO sources (source_id, path, sha256, kind, ingested_at, rows, rejects, size_bytes, labels)
-VALUES ($source_id, $path, $sha256, $kind, $ingested_at, $rows, $rejects, $size_bytes, $labels);

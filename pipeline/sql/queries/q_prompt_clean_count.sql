@@ -1,3 +1,0 @@
--- How many clean requests there are in [$since, $until).
--- Used by oomlab.analyses.prompt_risk.
-SELECT count(*) FROM fct_prompt_requests WHERE excluded_because IS NULL AND ($since::TIMESTAMP IS NULL OR ts >= $since) AND ($until::TIMESTAMP IS NULL OR ts < $until);

@@ -1,9 +1,0 @@
--- Snapshots whose trace ends in [$since, $until) (all snapshots when both are null), newest first, with the
--- instance and the time they show. Used by oomlab.report.
-SELECT snapshot_id, instance, model_version, path,
-       make_timestamp(last_time_us) AS taken_at,
-       allocated_bytes, reserved_bytes, oom_count
-FROM snapshots
-WHERE ($since IS NULL OR make_timestamp(last_time_us) >= $since::TIMESTAMP)
-  AND ($until IS NULL OR make_timestamp(last_time_us) < $until::TIMESTAMP)
-ORDER BY last_time_us DESC NULLS LAST, snapshot_id;

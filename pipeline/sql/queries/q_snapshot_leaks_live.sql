@@ -1,7 +1,0 @@
--- Live of one snapshot (parameters are positional).
--- Used by oomlab.analyses.snapshot_leaks.
-SELECT site, sum(size)::BIGINT AS live_bytes, count(*) AS live_blocks,
-       sum(size) FILTER (WHERE before_trace)::BIGINT AS before_trace_bytes,
-       min(alloc_time_us) AS oldest_in_trace_time_us
-FROM fct_snapshot_live_blocks WHERE snapshot_id = ?
-GROUP BY site;
