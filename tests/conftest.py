@@ -13,7 +13,9 @@ from click.testing import CliRunner, Result
 
 from oomlab.cli.main import cli
 
-DATA = Path(__file__).parent / "data"
+TESTS = Path(__file__).parent
+ROOT = TESTS.parent  # the repository: docs/, sql/, reports/, sample_logs/
+DATA = TESTS / "data"
 H200 = DATA / "h200"
 CASES = Path(__file__).parent / "cases"
 

@@ -17,7 +17,7 @@ from oomlab import api
 from oomlab.report.downsample import downsample
 from oomlab.report.html import PLOTLY_JS
 
-from conftest import H200, read_jsonl_gz
+from conftest import H200, ROOT, read_jsonl_gz
 
 MAX_BYTES = 5 * 1000 * 1000
 FLEET_WEEK = (datetime(2026, 11, 16), datetime(2026, 11, 23))
@@ -104,7 +104,7 @@ def test_weekly_page_is_self_contained_bounded_and_has_every_chart(demo):
     html = (demo.db_path.parent / "weekly.html").read_text()
     assert len(html.encode()) <= MAX_BYTES
     assert html.count("plotly.js (cartesian - minified) v4.1.1") == 1
-    bundle = (Path(__file__).parent.parent / "reports" / PLOTLY_JS).read_text()
+    bundle = (ROOT / "reports" / PLOTLY_JS).read_text()
     page = html.replace(bundle, "")  # the vendored bundle names a CDN only as a default for map traces
     assert len(page) < len(html) - 1_000_000
     assert not re.search(r"<script[^>]+src=|<link|<img|<iframe|https?://(?!docs\.pytorch\.org)", page)
@@ -264,7 +264,7 @@ def test_reports_show_what_gpu_telemetry_saw(demo, weekly):
 
 
 def test_docs_list_every_key_of_both_documents(demo, weekly):
-    doc = (Path(__file__).parent.parent / "docs" / "reports.md").read_text()
+    doc = (ROOT / "docs" / "reports.md").read_text()
     incident = json.loads(
         next(p for p in demo.written if p.name.startswith("incident-") and p.suffix == ".json").read_text()
     )

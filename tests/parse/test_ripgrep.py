@@ -17,7 +17,9 @@ from oomlab.parse.text.ripgrep import RIPGREP_ENV, RipgrepSearch, ripgrep_binary
 from oomlab.parse.text.textlog import scan_text_log
 from oomlab.records import TextOom
 
-H200_MESSAGES = Path(__file__).parent / "data" / "h200" / "serve_mixed" / "oom_messages.txt.gz"
+from conftest import H200
+
+H200_MESSAGES = H200 / "serve_mixed" / "oom_messages.txt.gz"
 
 
 def expected_marks(data: bytes, markers: tuple[bytes, ...]) -> list[tuple[int, int]]:

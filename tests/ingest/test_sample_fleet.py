@@ -22,10 +22,11 @@ from oomlab.parse.oom.message import parse_oom_message
 from oomlab.parse.text.textlog import scan_text_log
 from oomlab.records import TextOom
 
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import H200, ROOT
+
 FLEET = ROOT / "sample_logs" / "fleet"
-SERVE_MIXED = Path(__file__).parent / "data" / "h200" / "serve_mixed"
-REAL_SMI = Path(__file__).parent / "data" / "h200" / "env"
+SERVE_MIXED = H200 / "serve_mixed"
+REAL_SMI = H200 / "env"
 sys.path.insert(0, str(ROOT / "sample_logs"))
 
 import generate  # noqa: E402

@@ -25,8 +25,10 @@ from oomlab.parse.text.ripgrep import RIPGREP_ENV
 from oomlab.parse.text.textlog import REJECT_REASON, scan_text_log
 from oomlab.records import OomMessage, Reject, TextOom
 
-H200 = Path(__file__).parent / "data" / "h200"
-CASES = Path(__file__).parent / "cases" / "oom"
+from conftest import CASES as TEST_CASES
+from conftest import H200
+
+CASES = TEST_CASES / "oom"
 
 
 def h200_messages() -> list[str]:

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import TESTS
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 REQUIRED = os.environ.get("OOMLAB_REQUIRE_BROWSER") == "1"
-ARTIFACTS = Path(os.environ.get("OOMLAB_TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))
+ARTIFACTS = Path(os.environ.get("OOMLAB_TEST_ARTIFACTS", TESTS / "artifacts"))
 FLAGS = [
     "--headless",
     "--no-sandbox",

@@ -20,7 +20,8 @@ from oomlab.parse.oom import signatures as oom_signatures
 from oomlab.parse.oom.message import OOM_MARKERS, parse_oom_message
 from oomlab.records import OomMessage
 
-TESTS = Path(__file__).parent
+from conftest import TESTS
+
 H200 = TESTS / "data" / "h200"
 CASES = sorted((TESTS / "cases" / "oom").glob("*.json"))
 CASE_MESSAGES = [json.loads(path.read_text(encoding="utf-8"))["message"] for path in CASES]
