@@ -22,3 +22,10 @@ def test_ruff_finds_nothing(command: list[str]) -> None:
     folders = ["pipeline", "tests", "bench", "sample_logs"]
     result = subprocess.run([ruff, *command, *folders], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_one_conftest_module() -> None:
+    # Test folders have no __init__.py, so every conftest.py is the module `conftest`: a second one would
+    # shadow tests/conftest.py for the test files that import its helpers (`from conftest import H200`).
+    found = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("conftest.py"))
+    assert found == ["tests/conftest.py"]

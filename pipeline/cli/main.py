@@ -12,7 +12,7 @@ import click
 
 from .. import __version__
 from ..errors import OomlabError
-from .options import DB_OPTION, size_option
+from .options import DB_OPTION, FORMAT_OPTION, size_option
 
 # Commands import the library inside their bodies: `oomlab --help` and `--version` stay instant
 # instead of loading DuckDB, polars and pyarrow first.
@@ -105,14 +105,7 @@ def _check_tz(tz: str | None) -> str | None:
 @cli.command()
 @click.argument("sql")
 @DB_OPTION
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "csv", "json"]),
-    default="table",
-    show_default=True,
-    help="How to print the rows.",
-)
+@FORMAT_OPTION
 def query(sql: str, db_path: str, fmt: str) -> None:
     """Run a read-only SQL query against the database."""
     from .. import api
@@ -123,14 +116,7 @@ def query(sql: str, db_path: str, fmt: str) -> None:
 
 @cli.command()
 @DB_OPTION
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "csv", "json"]),
-    default="table",
-    show_default=True,
-    help="How to print the rows.",
-)
+@FORMAT_OPTION
 def sources(db_path: str, fmt: str) -> None:
     """List what was ingested."""
     from .. import api

@@ -14,6 +14,15 @@ DB_OPTION = click.option(
     help="DuckDB file (env OOMLAB_DB).",
 )
 
+FORMAT_OPTION = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+    help="How to print the rows.",
+)
+
 
 def size_option(value: str | None) -> int | None:
     """A size such as `1GiB` or `512MB` as bytes; a usage error names the bad value."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -21,9 +22,11 @@ from golden_spec import (
     VIEWS,
     VIEWS_DIR,
     GoldenView,
+    connect,
     findings_json,
     frame_differences,
     golden_file,
+    ingest_samples,
     json_differences,
     read_view,
 )
@@ -38,6 +41,24 @@ _TOLERANCE = (
     if "rel_tol" in inspect.signature(assert_frame_equal).parameters
     else {"rtol": REL_TOL, "atol": ABS_TOL}
 )
+
+
+# The bundled sample data ingested once per session, as `oomlab demo` does (fixtures here rather than in a
+# conftest.py of this folder: a second conftest module would shadow tests/conftest.py for `from conftest import`).
+@pytest.fixture(scope="session")
+def golden_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh database holding sample_logs/fleet and sample_logs/h200."""
+    path = tmp_path_factory.mktemp("golden") / "golden.duckdb"
+    ingest_samples(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def golden_con(golden_db: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection to it, shared by a module's tests."""
+    con = connect(golden_db)
+    yield con
+    con.close()
 
 
 @pytest.mark.parametrize("view", VIEWS, ids=lambda v: v.name)
