@@ -12,7 +12,7 @@ import duckdb
 from ..config import IngestOptions
 from ..errors import InputError, OomlabError
 from ..load import tables as load
-from ..load.sql import run_file, sql_text
+from ..load.sql import bind, run_file, sql_text
 from ..parse import detect, structured
 from ..parse.facts import FileFacts
 from ..parse.oom.message import parse_oom_message
@@ -20,6 +20,7 @@ from ..records import OomMessage
 from .normalize import Staged, staged_select
 
 _STAGE_TABLE = "ingest_copy"  # the temp table of _copy_in_file_order (a name no view of sql/ uses)
+_STAGED_VIEW = "ingest_staged"  # the normalized rows, as sql/ingest/insert_requests.sql and its rejects read them
 
 
 class FastPathRefused(Exception):
@@ -153,10 +154,16 @@ def _stage_builders(kind: str, path: Path, compression: str, work: structured.Wo
 
 
 def _insert(con: duckdb.DuckDBPyConnection, name: str, staged: Staged, labels: dict[str, object]) -> int:
-    """Run an insert from `sql/ingest/` over the staged SELECT; returns rows inserted."""
-    text = sql_text(name).replace("{staged}", staged.sql)
-    params = {**staged.params, **{k: v for k, v in labels.items() if f"${k}" in text}}
-    return int(load.scalar(con, text, params))  # type: ignore[arg-type]
+    """Run an insert from `sql/ingest/` over the staged SELECT; returns rows inserted. The SELECT is the view
+    the insert reads (`ingest_staged`): DuckDB's relation of it, its parameters bound, registered for this
+    connection only, so that neither a value nor SQL is pasted into the insert's text. The relation is lazy:
+    the insert evaluates it, as it would a subquery."""
+    con.register(_STAGED_VIEW, con.sql(staged.sql, params=staged.params or None))
+    try:
+        text = sql_text(name)
+        return int(load.scalar(con, text, bind(text, labels)))  # type: ignore[arg-type]
+    finally:
+        con.unregister(_STAGED_VIEW)
 
 
 @lru_cache(maxsize=4096)

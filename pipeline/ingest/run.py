@@ -166,6 +166,7 @@ def _load_content(
 def _reject_samples(con: duckdb.DuckDBPyConnection, path: str, source_id: int, limit: int = 5) -> list[str]:
     """The first rejects of a source as one-line messages naming file, line and reason."""
     rows = con.execute(
-        "SELECT line, reason FROM rejects WHERE source_id = ? ORDER BY line NULLS FIRST LIMIT ?", [source_id, limit]
+        "SELECT line, reason FROM rejects WHERE source_id = $source_id ORDER BY line NULLS FIRST LIMIT $limit",
+        {"source_id": source_id, "limit": limit},
     ).fetchall()
     return [f"{path}:{line}: {reason}" if line is not None else f"{path}: {reason}" for line, reason in rows]

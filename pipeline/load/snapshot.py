@@ -10,7 +10,7 @@ import duckdb
 import pyarrow as pa
 
 from ..parse.snapshot.read import SnapshotData
-from .sql import apply_schema
+from .sql import apply_schema, run_file
 
 # Tables filled from the SnapshotData attribute of the same name (snapshot_ooms from `ooms`); the Arrow
 # column names are the SQL column names.
@@ -36,7 +36,7 @@ def insert_snapshot(
 ) -> None:
     """Insert one snapshot's tables under `snapshot_id`, straight from Arrow (no row-by-row Python)."""
     labels = labels or SnapshotLabels()
-    con.execute(_SNAPSHOT_INSERT, _snapshot_row(data, snapshot_id, source_id, labels))
+    run_file(con, "insert_snapshot", _snapshot_row(data, snapshot_id, source_id, labels))
     for table in DETAIL_TABLES:
         _insert_arrow(con, table, getattr(data, _SOURCE_ATTR.get(table, table)), snapshot_id)
 
@@ -46,8 +46,9 @@ def delete_source_snapshots(con: duckdb.DuckDBPyConnection, source_id: int) -> N
     for table in DETAIL_TABLES:
         # Table names come from this module's constant, never from input.
         con.execute(
-            f"DELETE FROM {table} WHERE snapshot_id IN (SELECT snapshot_id FROM snapshots WHERE source_id = ?)",
-            [source_id],
+            f"DELETE FROM {table} WHERE snapshot_id IN "
+            "(SELECT snapshot_id FROM snapshots WHERE source_id = $source_id)",
+            {"source_id": source_id},
         )
 
 
@@ -66,50 +67,46 @@ def _insert_arrow(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table, sn
     try:
         columns = ", ".join(rows.column_names)
         # Identifiers come from this module's constants and the Arrow schema we built, never from input.
-        con.execute(f"INSERT INTO {table} (snapshot_id, {columns}) SELECT ?, {columns} FROM {view}", [snapshot_id])
+        con.execute(
+            f"INSERT INTO {table} (snapshot_id, {columns}) SELECT $snapshot_id, {columns} FROM {view}",
+            {"snapshot_id": snapshot_id},
+        )
     finally:
         con.unregister(view)
 
 
-_SNAPSHOT_INSERT = """
-INSERT INTO snapshots (snapshot_id, source_id, path, instance, model_version, tags, format, legacy_shapes,
-    device, devices, allocator_settings, alloc_conf, expandable_segments, first_time_us, last_time_us,
-    segment_count, block_count, trace_event_count, oom_count, stack_count,
-    allocated_bytes, active_bytes, reserved_bytes, requested_bytes, external_annotations)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-"""
-
-
-def _snapshot_row(data: SnapshotData, snapshot_id: int, source_id: int | None, labels: SnapshotLabels) -> list[object]:
-    """The `snapshots` row, in the column order of _SNAPSHOT_INSERT."""
+def _snapshot_row(
+    data: SnapshotData, snapshot_id: int, source_id: int | None, labels: SnapshotLabels
+) -> dict[str, object]:
+    """The `snapshots` row: the parameters of sql/ingest/insert_snapshot.sql, named as its columns."""
     m = data.meta
-    return [
-        snapshot_id,
-        source_id,
-        m.path,
-        labels.instance,
-        labels.model_version,
-        json.dumps(dict(labels.tags)),
-        m.format,
-        list(m.legacy_shapes),
-        m.devices[0] if m.devices else None,
-        list(m.devices),
-        _json_or_none(m.allocator_settings),
-        m.alloc_conf,
-        m.expandable_segments,
-        m.first_time_us,
-        m.last_time_us,
-        m.segment_count,
-        m.block_count,
-        m.trace_event_count,
-        m.oom_count,
-        m.stack_count,
-        m.allocated_bytes,
-        m.active_bytes,
-        m.reserved_bytes,
-        m.requested_bytes,
-        json.dumps(list(m.external_annotations), default=str),
-    ]
+    return {
+        "snapshot_id": snapshot_id,
+        "source_id": source_id,
+        "path": m.path,
+        "instance": labels.instance,
+        "model_version": labels.model_version,
+        "tags": json.dumps(dict(labels.tags)),
+        "format": m.format,
+        "legacy_shapes": list(m.legacy_shapes),
+        "device": m.devices[0] if m.devices else None,
+        "devices": list(m.devices),
+        "allocator_settings": _json_or_none(m.allocator_settings),
+        "alloc_conf": m.alloc_conf,
+        "expandable_segments": m.expandable_segments,
+        "first_time_us": m.first_time_us,
+        "last_time_us": m.last_time_us,
+        "segment_count": m.segment_count,
+        "block_count": m.block_count,
+        "trace_event_count": m.trace_event_count,
+        "oom_count": m.oom_count,
+        "stack_count": m.stack_count,
+        "allocated_bytes": m.allocated_bytes,
+        "active_bytes": m.active_bytes,
+        "reserved_bytes": m.reserved_bytes,
+        "requested_bytes": m.requested_bytes,
+        "external_annotations": json.dumps(list(m.external_annotations), default=str),
+    }
 
 
 def _json_or_none(value: object) -> str | None:

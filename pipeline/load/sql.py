@@ -17,6 +17,10 @@ _FOLDERS = ("tables", "macros", "views")
 _VIEW_LAYERS = ("stg_", "fct_", "rpt_")
 _COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.DOTALL)
 _WORD = re.compile(r"\w+")
+# The objects a file creates: its own name, and each macro of sql/macros/oomlab_settings.sql.
+_CREATES = re.compile(
+    r"\bCREATE\s+(?:OR\s+REPLACE\s+)?(?:TABLE|VIEW|MACRO|SEQUENCE)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.IGNORECASE
+)
 
 
 def sql_root() -> Path:
@@ -73,11 +77,17 @@ def run_file(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, object
 
 @cache
 def creation_order() -> tuple[str, ...]:
-    """Every table, macro and view, each after the others its SQL names (comments aside): tables, macros and
-    views layer by layer where nothing says otherwise. One pass in this order creates them all."""
+    """Every table, macro and view, each after the files defining the objects its SQL names (comments aside):
+    tables, macros and views layer by layer where nothing says otherwise. One pass in this order creates
+    them all (DuckDB binds a view or a scalar macro when it is created, so what it calls must exist)."""
     names = names_in("tables") + names_in("macros") + _view_order(names_in("views"))
-    known = set(names)
-    uses = {name: sorted(set(_WORD.findall(_COMMENT.sub(" ", sql_text(name)))) & known - {name}) for name in names}
+    code = {name: _COMMENT.sub(" ", sql_text(name)) for name in names}
+    file_of = {name: name for name in names}
+    file_of |= {obj.lower(): name for name in names for obj in _CREATES.findall(code[name])}
+    uses = {
+        name: sorted({file_of[w] for w in {w.lower() for w in _WORD.findall(code[name])} if w in file_of} - {name})
+        for name in names
+    }
     order: list[str] = []
 
     def place(name: str, path: tuple[str, ...]) -> None:
@@ -110,6 +120,16 @@ def _stored_fingerprint(con: duckdb.DuckDBPyConnection) -> str | None:
         "AND schema_name = 'main' AND database_name = current_database()"
     ).fetchall()
     return rows[0][0] if rows else None
+
+
+def schema_outdated(con: duckdb.DuckDBPyConnection) -> bool:
+    """True for an oomlab database (it has `sources`) whose schema is not this version's: one created by an
+    earlier version, whose views and macros name other objects, or none of this version's new ones."""
+    has_sources = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'sources' "
+        "AND schema_name = 'main' AND database_name = current_database()"
+    ).fetchall()[0][0]
+    return bool(has_sources) and _stored_fingerprint(con) != schema_fingerprint()
 
 
 def apply_schema(con: duckdb.DuckDBPyConnection) -> None:

@@ -16,14 +16,51 @@ if TYPE_CHECKING:
 
 from ..errors import DatabaseBusyError, DatabaseError
 from ..records import OomMessage, Reject
-from .sql import apply_schema, bind, run_file, sql_text
+from .sql import apply_schema, bind, run_file, schema_outdated, sql_text
 
 
 def connect(db_path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open the database (creating its schema unless read-only); a held lock is DatabaseBusyError."""
+    """Open the database with this version's schema: created or brought up to date on a read-write
+    connection. A read-only one to a database an earlier version wrote updates its schema first, on a
+    short read-write connection (views and macros are replaced, new ones created; no row changes), since
+    the queries of this version name them. A held lock is DatabaseBusyError."""
     db_path = str(db_path)
     if read_only and not Path(db_path).exists():
         raise DatabaseError(f"no database at {db_path}", hint="run `oomlab ingest` first or pass --db")
+    con = _open(db_path, read_only)
+    try:
+        if not read_only:
+            apply_schema(con)
+        elif schema_outdated(con):
+            con.close()
+            _update_schema(db_path)
+            con = _open(db_path, read_only=True)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _update_schema(db_path: str) -> None:
+    """Apply this version's schema to a database an earlier version wrote."""
+    try:
+        con = _open(db_path, read_only=False)
+    except DatabaseBusyError:
+        raise
+    except (DatabaseError, duckdb.Error) as exc:  # read-only file, or open read-only elsewhere in this process
+        reason = exc.reason if isinstance(exc, DatabaseError) else str(exc)
+        raise DatabaseError(
+            f"{db_path} was written by an earlier oomlab and its schema cannot be updated: {reason}",
+            hint="open it once where it is writable (any oomlab command does), or ingest into a new database",
+        ) from exc
+    try:
+        apply_schema(con)
+    finally:
+        con.close()
+
+
+def _open(db_path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the session settings every stage expects."""
     try:
         con = duckdb.connect(db_path, read_only=read_only)
     except duckdb.IOException as exc:
@@ -36,12 +73,6 @@ def connect(db_path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyC
     con.execute("SET enable_progress_bar_print = false")
     # Rows carry their line numbers, so their physical order does not matter; inserts run in parallel.
     con.execute("SET preserve_insertion_order = false")
-    if not read_only:
-        try:
-            apply_schema(con)
-        except BaseException:
-            con.close()
-            raise
     return con
 
 
@@ -79,17 +110,18 @@ def remove_sources(con: duckdb.DuckDBPyConnection, source_ids: Iterable[int]) ->
 
 
 def source_ids_for_path(con: duckdb.DuckDBPyConnection, path: str) -> list[int]:
-    return [r[0] for r in con.execute("SELECT source_id FROM sources WHERE path = ?", [path]).fetchall()]
+    return [r[0] for r in con.execute("SELECT source_id FROM sources WHERE path = $path", {"path": path}).fetchall()]
 
 
 def source_with_sha(con: duckdb.DuckDBPyConnection, sha256: str) -> str | None:
     """The path of an already ingested source with this content, if any."""
-    return scalar(con, "SELECT path FROM sources WHERE sha256 = ? LIMIT 1", [sha256])  # type: ignore[return-value]
+    return scalar(con, "SELECT path FROM sources WHERE sha256 = $sha256 LIMIT 1", {"sha256": sha256})  # type: ignore[return-value]
 
 
 def known_file(con: duckdb.DuckDBPyConnection, path: str, size: int) -> bool:
     """True when a source at this path with this size exists (worth hashing before any work)."""
-    return scalar(con, "SELECT 1 FROM sources WHERE path = ? AND size_bytes = ? LIMIT 1", [path, size]) is not None
+    query = "SELECT 1 FROM sources WHERE path = $path AND size_bytes = $size LIMIT 1"
+    return scalar(con, query, {"path": path, "size": size}) is not None
 
 
 def next_source_id(con: duckdb.DuckDBPyConnection) -> int:

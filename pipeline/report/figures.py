@@ -13,13 +13,14 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from ..load.settings import ALERT_LEVELS
 from ..units import GIB
 
-# Memory alert levels drawn as bands (the domain's notice / warning / critical).
-LEVEL_BANDS: tuple[tuple[float, float, str], ...] = (
-    (0.70, 0.85, "rgba(255, 200, 0, 0.10)"),
-    (0.85, 0.95, "rgba(255, 120, 0, 0.13)"),
-    (0.95, 1.00, "rgba(220, 0, 0, 0.14)"),
+# The memory alert levels (notice, warning, critical: ALERT_LEVELS) drawn as bands, each up to the next level
+# or the full card, darker the closer to an OOM.
+_BAND_COLORS = ("rgba(255, 200, 0, 0.10)", "rgba(255, 120, 0, 0.13)", "rgba(220, 0, 0, 0.14)")
+LEVEL_BANDS: tuple[tuple[float, float, str], ...] = tuple(
+    zip(ALERT_LEVELS, (*ALERT_LEVELS[1:], 1.0), _BAND_COLORS, strict=True)
 )
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 OOM_COLOR = "#d62728"
@@ -70,7 +71,7 @@ def plain(value: Any) -> Any:
 
 
 def level_bands(x0: Any, x1: Any) -> list[dict[str, Any]]:
-    """Shaded 70/85/95 % bands across [x0, x1] on a 0-1 (fraction of the device) y axis."""
+    """Shaded bands of the alert levels (70/85/95 %) across [x0, x1] on a 0-1 (fraction of the device) y axis."""
     return [
         {
             "type": "rect",

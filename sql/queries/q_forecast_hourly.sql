@@ -1,5 +1,5 @@
 -- Hourly water levels per device over [$since, $until): what the forecast's trend is fitted on.
--- Used by oomlab.analyses.forecast (and the weekly report's water chart, which shares the result).
+-- Used by oomlab.analyses.fleet.forecast (and the weekly report's water chart, which shares the result).
 SELECT instance, gpu_index, lifetime, hour, model_version, device_total, requests, ooms,
        held_level, allocated_level, peak_level
 FROM fct_water_hourly

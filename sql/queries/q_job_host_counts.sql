@@ -1,5 +1,5 @@
 -- Per scheduled job and instance: requests and OOMs inside and outside the job's windows.
--- Used by oomlab.analyses.jobs.
+-- Used by oomlab.analyses.fleet.jobs.
 SELECT name, instance, on_job_host, any_value(traffic_source) AS traffic_source,
        coalesce(sum(requests) FILTER (WHERE inside), 0)::BIGINT AS requests_in,
        coalesce(sum(requests) FILTER (WHERE NOT inside), 0)::BIGINT AS requests_out,

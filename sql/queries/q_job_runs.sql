@@ -1,5 +1,5 @@
 -- The runs of every scheduled job within [$since, $until).
--- Used by oomlab.analyses.jobs.
+-- Used by oomlab.analyses.fleet.jobs.
 WITH span AS (
     SELECT name, min(minute) AS first_minute, max(minute) + INTERVAL 1 MINUTE AS end_minute
     FROM fct_job_minutes
@@ -8,6 +8,6 @@ WITH span AS (
     GROUP BY name
 )
 SELECT DISTINCT o.name, o.start_ts, o.end_ts
-FROM job_occurrences o JOIN span s USING (name)
+FROM stg_job_occurrences o JOIN span s USING (name)
 WHERE o.end_ts > s.first_minute AND o.start_ts < s.end_minute
 ORDER BY o.name, o.start_ts;

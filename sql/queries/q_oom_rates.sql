@@ -1,5 +1,5 @@
 -- OOMs and OOM rate per 1,000 requests for one dimension of fct_traffic_dimensions ($by) over [$since, $until).
--- Used by oomlab.analyses.aggregates.
+-- Used by oomlab.analyses.fleet.aggregates.
 SELECT key, key_order,
        sum(requests)::BIGINT AS requests,
        sum(ooms)::BIGINT AS ooms,

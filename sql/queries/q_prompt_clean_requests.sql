@@ -1,5 +1,5 @@
 -- A deterministic sample of the clean requests (no leak, neighbour or fragmentation) the risk model is fitted on.
--- Used by oomlab.analyses.prompt_risk.
+-- Used by oomlab.analyses.fleet.prompt_risk.
 SELECT model_version, capacity_bytes, is_oom, batch_size, input_sequence_length, output_sequence_length,
        batch_x_input, batch_x_tokens
 FROM fct_prompt_requests

@@ -1,5 +1,5 @@
 -- Clean requests with their sizes in [$since, $until): what thresholds are cut on.
--- Used by oomlab.analyses.prompt_threshold.
+-- Used by oomlab.analyses.fleet.prompt_threshold.
 SELECT instance, gpu_index, ts, model_version, device_total, capacity_bytes, is_oom,
        batch_size, input_sequence_length, output_sequence_length, batch_x_input, batch_x_tokens,
        excluded_because

@@ -1,5 +1,5 @@
 -- Requests and OOMs per card, model version and size in [$since, $until).
--- Used by oomlab.analyses.prompt_threshold.
+-- Used by oomlab.analyses.fleet.prompt_threshold.
 SELECT CASE WHEN grouping(batch_x_input) = 0 THEN 'batch_x_input' ELSE 'batch_x_tokens' END AS metric,
        device_total, capacity_bytes, model_version,
        coalesce(batch_x_input, batch_x_tokens) AS size,

@@ -1,9 +1,9 @@
 -- Snapshots whose trace ends in [$since, $until) (all snapshots when both are null), newest first, with the
--- instance and the time they show. Used by oomlab.report.
+-- instance and the time they show. Used by oomlab.report.snapshots.
 SELECT snapshot_id, instance, model_version, path,
        make_timestamp(last_time_us) AS taken_at,
        allocated_bytes, reserved_bytes, oom_count
-FROM snapshots
+FROM stg_snapshots
 WHERE ($since IS NULL OR make_timestamp(last_time_us) >= $since::TIMESTAMP)
   AND ($until IS NULL OR make_timestamp(last_time_us) < $until::TIMESTAMP)
 ORDER BY last_time_us DESC NULLS LAST, snapshot_id;

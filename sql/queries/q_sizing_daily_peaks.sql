@@ -1,5 +1,5 @@
 -- Daily peak memory per device in [$since, $until): what sizing advice reads.
--- Used by oomlab.analyses.sizing.
+-- Used by oomlab.analyses.fleet.sizing.
 SELECT instance, gpu_index, ts::DATE AS day,
        max(device_total) AS device_total,
        max(peak_level) AS peak_level,

@@ -1,4 +1,4 @@
--- Active blocks of one snapshot (parameters are positional).
--- Used by oomlab.analyses.snapshot_ooms.
+-- The active blocks (allocated or awaiting free) of snapshot $snapshot_id on device $device in its final state.
+-- Used by oomlab.analyses.snapshot.ooms.
 SELECT address, size, is_allocated FROM stg_snapshot_blocks
-WHERE snapshot_id = ? AND device = ? AND is_active;
+WHERE snapshot_id = $snapshot_id AND device = $device AND is_active;

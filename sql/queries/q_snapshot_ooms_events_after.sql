@@ -1,4 +1,4 @@
--- Events after of one snapshot (parameters are positional).
--- Used by oomlab.analyses.snapshot_ooms.
-SELECT seq, action, addr, size FROM trace_events
-WHERE snapshot_id = ? AND device = ? AND seq >= ? ORDER BY seq DESC;
+-- The trace events of snapshot $snapshot_id on device $device from sequence number $first_seq on, latest
+-- first: what is undone to see the allocator at an earlier OOM. Used by oomlab.analyses.snapshot.ooms.
+SELECT seq, action, addr, size FROM stg_trace_events
+WHERE snapshot_id = $snapshot_id AND device = $device AND seq >= $first_seq ORDER BY seq DESC;

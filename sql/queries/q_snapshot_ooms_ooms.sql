@@ -1,4 +1,3 @@
--- Ooms of one snapshot (parameters are positional).
--- Used by oomlab.analyses.snapshot_ooms.
+-- The `oom` entries of snapshot $snapshot_id's trace, in order. Used by oomlab.analyses.snapshot.ooms.
 SELECT seq, device, time_us, requested_bytes, device_free_bytes
-FROM snapshot_ooms WHERE snapshot_id = ? ORDER BY seq;
+FROM stg_snapshot_ooms WHERE snapshot_id = $snapshot_id ORDER BY seq;

@@ -1,3 +1,3 @@
--- Segments of one snapshot (parameters are positional).
--- Used by oomlab.analyses.snapshot_ooms.
-SELECT address, total_size, is_expandable FROM segments WHERE snapshot_id = ? AND device = ?;
+-- The segments of snapshot $snapshot_id on device $device in its final state.
+-- Used by oomlab.analyses.snapshot.ooms.
+SELECT address, total_size, is_expandable FROM stg_segments WHERE snapshot_id = $snapshot_id AND device = $device;

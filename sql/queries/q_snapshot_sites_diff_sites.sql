@@ -1,7 +1,7 @@
--- Diff sites of one snapshot (parameters are positional).
--- Used by oomlab.analyses.snapshot_sites.
-WITH a AS (SELECT site, live_bytes, live_blocks FROM fct_snapshot_sites WHERE snapshot_id = ?),
-     b AS (SELECT site, live_bytes, live_blocks FROM fct_snapshot_sites WHERE snapshot_id = ?)
+-- Live bytes and blocks per allocation site in snapshot $before_id and $after_id, largest change first.
+-- Used by oomlab.analyses.snapshot.sites.
+WITH a AS (SELECT site, live_bytes, live_blocks FROM fct_snapshot_sites WHERE snapshot_id = $before_id),
+     b AS (SELECT site, live_bytes, live_blocks FROM fct_snapshot_sites WHERE snapshot_id = $after_id)
 SELECT
     coalesce(a.site, b.site) AS site,
     coalesce(a.live_bytes, 0) AS before_bytes,

@@ -1,3 +1,5 @@
--- Events of one snapshot (parameters are positional).
--- Used by oomlab.analyses.snapshot_timeline.
-SELECT seq, time_us, action::VARCHAR AS action, size FROM trace_events WHERE snapshot_id = ? AND device = ?;
+-- The trace events of snapshot $snapshot_id on device $device: what its timeline is replayed from.
+-- Used by oomlab.analyses.snapshot.timeline.
+SELECT seq, time_us, action::VARCHAR AS action, size
+FROM stg_trace_events
+WHERE snapshot_id = $snapshot_id AND device = $device;

@@ -1,9 +1,10 @@
--- Hours whose least free memory is below 1.2x the largest recent request need: predictive alerts.
--- Used by oomlab.analyses.water_levels.
--- Its hourly rows (one per device and clock hour, with the alert) come from q_water_hourly.sql.
+-- Runs of hours whose least free memory is below ALERT_NEED_FACTOR x the largest recent request need:
+-- predictive alert episodes.
+-- Used by oomlab.analyses.fleet.water_levels.
+-- Its hourly rows (one per device and clock hour, with the alert) come from the macro oomlab_water_hourly.
 WITH runs AS (
     SELECT *, sum(alert_starts::INTEGER) OVER (PARTITION BY instance, gpu_index ORDER BY hour) AS run
-    FROM ({hourly}) AS alerts
+    FROM oomlab_water_hourly($since::TIMESTAMP, $until::TIMESTAMP) AS alerts
 )
 SELECT instance, gpu_index,
        min(hour) AS start,

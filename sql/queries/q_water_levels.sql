@@ -1,6 +1,6 @@
 -- Time above 70 / 85 / 95 % per device over [$since, $until).
--- Used by oomlab.analyses.water_levels.
--- Its hourly rows (one per device and clock hour, with the alert) come from q_water_hourly.sql.
+-- Used by oomlab.analyses.fleet.water_levels.
+-- Its hourly rows (one per device and clock hour, with the alert) come from the macro oomlab_water_hourly.
 SELECT instance, gpu_index,
        max(device_total) AS device_total,
        sum(requests)::BIGINT AS requests,
@@ -23,6 +23,6 @@ SELECT instance, gpu_index,
        max(peak_bytes) AS peak_bytes,
        coalesce(sum(hold_s) FILTER (WHERE alert), 0) / 3600 AS alert_hours,
        count(*) FILTER (WHERE alert_starts) AS alert_episodes
-FROM ({hourly}) AS alerts
+FROM oomlab_water_hourly($since::TIMESTAMP, $until::TIMESTAMP) AS alerts
 GROUP BY instance, gpu_index
 ORDER BY instance, gpu_index;

@@ -1,8 +1,8 @@
 -- Device water levels from telemetry over [$since, $until), per device: what nvidia-smi or DCGM saw used on
--- the card (every process with its CUDA context) over its total. Used by oomlab.analyses.water_levels, which
+-- the card (every process with its CUDA context) over its total. Used by oomlab.analyses.fleet.water_levels, which
 -- adds these columns to the request-based levels. Each sample's level holds until the next sample, the window's
--- end or $max_hold_s, as a request's does in q_water_hourly; the steady level is the median over clock hours of
--- the time-weighted level, and the alert levels are water_levels.ALERT_LEVELS.
+-- end or MAX_HOLD_S, as a request's does in oomlab_water_hourly; the steady level is the median over clock hours of
+-- the time-weighted level, and the alert levels are ALERT_LEVELS (sql/macros/oomlab_settings.sql).
 WITH samples AS (
     SELECT instance, gpu_index, ts, level, memory_total_bytes, memory_free_bytes,
            lead(ts) OVER (PARTITION BY instance, gpu_index ORDER BY ts) AS next_ts
@@ -13,7 +13,7 @@ WITH samples AS (
 held AS (
     SELECT *,
            greatest(least(epoch(least(coalesce(next_ts, ts), coalesce($until::TIMESTAMP, next_ts, ts)))
-                          - epoch(ts), $max_hold_s), 0) AS hold_s
+                          - epoch(ts), MAX_HOLD_S()), 0) AS hold_s
     FROM samples
 ),
 hours AS (
@@ -30,9 +30,9 @@ SELECT h.instance, h.gpu_index,
        count(*) AS telemetry_samples,
        max(h.memory_total_bytes) AS telemetry_total_bytes,
        sum(h.hold_s) / 3600 AS telemetry_hours_observed,
-       coalesce(sum(h.hold_s) FILTER (WHERE h.level >= $level_70), 0) / 3600 AS telemetry_hours_above_70,
-       coalesce(sum(h.hold_s) FILTER (WHERE h.level >= $level_85), 0) / 3600 AS telemetry_hours_above_85,
-       coalesce(sum(h.hold_s) FILTER (WHERE h.level >= $level_95), 0) / 3600 AS telemetry_hours_above_95,
+       coalesce(sum(h.hold_s) FILTER (WHERE h.level >= ALERT_LEVELS()[1]), 0) / 3600 AS telemetry_hours_above_70,
+       coalesce(sum(h.hold_s) FILTER (WHERE h.level >= ALERT_LEVELS()[2]), 0) / 3600 AS telemetry_hours_above_85,
+       coalesce(sum(h.hold_s) FILTER (WHERE h.level >= ALERT_LEVELS()[3]), 0) / 3600 AS telemetry_hours_above_95,
        any_value(s.telemetry_steady_level) AS telemetry_steady_level,
        max(h.level) AS telemetry_max_level,
        min(h.memory_free_bytes) AS telemetry_min_free_bytes

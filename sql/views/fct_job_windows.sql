@@ -7,7 +7,7 @@ WITH instances AS (
 ), per_host AS (
     SELECT o.name, i.instance AS host, o.start_ts, o.end_ts,
            (o.hosts IS NULL OR list_contains(o.hosts, i.instance)) AS listed
-    FROM job_occurrences o CROSS JOIN instances i
+    FROM stg_job_occurrences o CROSS JOIN instances i
     WHERE o.end_ts > o.start_ts
 ), roles AS (
     SELECT name, host, bool_or(listed) AS on_job_host FROM per_host GROUP BY name, host

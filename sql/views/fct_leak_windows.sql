@@ -7,7 +7,7 @@ WITH lives AS (
     SELECT
         *,
         max(bucket_end) OVER life AS lifetime_end,
-        greatest(1, least(48, sum(requests) OVER life // 5)) AS windows,
+        greatest(1, least(LEAK_MAX_WINDOWS(), sum(requests) OVER life // LEAK_REQUESTS_PER_WINDOW())) AS windows,
         row_number() OVER (life ORDER BY bucket_start, bucket_end) AS from_start,
         row_number() OVER (life ORDER BY bucket_start DESC, bucket_end DESC) AS from_end
     FROM fct_request_baselines
@@ -38,8 +38,8 @@ SELECT
     sum(ooms)::BIGINT AS ooms,
     min(baseline_bytes) AS baseline_bytes,
     arg_min(baseline_ts, (baseline_bytes, baseline_ts)) AS baseline_ts,
-    min(baseline_bytes) FILTER (WHERE from_start <= 5) AS first_baseline_bytes,
-    min(baseline_bytes) FILTER (WHERE from_end <= 5) AS last_baseline_bytes,
+    min(baseline_bytes) FILTER (WHERE from_start <= LEAK_END_BUCKETS()) AS first_baseline_bytes,
+    min(baseline_bytes) FILTER (WHERE from_end <= LEAK_END_BUCKETS()) AS last_baseline_bytes,
     min(reserved_min_bytes) AS reserved_min_bytes,
     max(reserved_max_bytes) AS reserved_max_bytes,
     arg_max(last_reserved_bytes, bucket_end) AS last_reserved_bytes,

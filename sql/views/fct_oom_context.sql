@@ -37,8 +37,8 @@ SELECT
     o.batch_size * (coalesce(o.input_sequence_length, 0) + coalesce(o.output_sequence_length, 0)) AS tokens,
     r.allocated_before,
     r.line IS NOT NULL AS has_request_row
-FROM oom_events AS o
-LEFT JOIN requests AS r
+FROM stg_oom_events AS o
+LEFT JOIN stg_requests AS r
     ON o.origin = 'structured' AND r.source_id = o.source_id AND r.line = o.line
 LEFT JOIN fct_oom_instance_limits AS l
     ON l.instance = o.instance AND l.gpu_index = coalesce(o.gpu_index, 0);

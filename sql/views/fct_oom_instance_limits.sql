@@ -9,7 +9,7 @@ WITH served AS (
         max(device_total) AS device_total,
         max(peak_allocated) FILTER (WHERE NOT is_oom) AS max_ok_peak_bytes,
         count(*) FILTER (WHERE NOT is_oom) AS ok_requests,
-        approx_quantile(peak_allocated - allocated_before, 0.95)
+        approx_quantile(peak_allocated - allocated_before, LARGE_REQUEST_QUANTILE())
             FILTER (WHERE NOT is_oom) AS p95_request_bytes
     FROM stg_requests
     WHERE instance IS NOT NULL
@@ -20,7 +20,7 @@ WITH served AS (
         coalesce(gpu_index, 0) AS gpu_index,
         max(total_capacity_bytes) AS message_total_bytes,
         max(allowed_bytes) AS cap_bytes
-    FROM oom_events
+    FROM stg_oom_events
     WHERE instance IS NOT NULL
     GROUP BY ALL
 )

@@ -18,7 +18,7 @@ nearest AS (
     SELECT e.*, r.round_ts
     FROM events AS e
     ASOF JOIN rounds AS r ON r.instance = e.instance AND r.gpu_index = e.gpu_index AND e.ts >= r.round_ts
-    WHERE e.ts - r.round_ts <= INTERVAL 15 MINUTE
+    WHERE e.ts - r.round_ts <= NEIGHBOUR_ROUND_MAX_AGE()
 ),
 seen AS (
     SELECT n.event_id, n.round_ts, n.own_hint_bytes, p.pid, p.process_name, p.used_bytes

@@ -18,7 +18,7 @@ ooms AS (
         count(*) FILTER (WHERE len(other_processes) > 0) AS neighbour_ooms,
         median(list_sum(list_transform(other_processes, lambda p: p.in_use_bytes)))::BIGINT AS neighbour_bytes,
         max(allowed_bytes) AS cap_bytes
-    FROM oom_events
+    FROM stg_oom_events
     WHERE instance IS NOT NULL
     GROUP BY ALL
 )

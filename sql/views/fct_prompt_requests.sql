@@ -41,7 +41,7 @@ rows AS (
     JOIN baselines AS b
         ON b.instance = r.instance AND b.gpu_index = r.gpu_index
        AND b.model_version IS NOT DISTINCT FROM r.model_version
-    LEFT JOIN oom_events AS e
+    LEFT JOIN stg_oom_events AS e
         ON e.origin = 'structured' AND e.source_id = r.source_id AND e.line = r.line
     WHERE r.device_total > 0 AND r.instance IS NOT NULL
       AND r.batch_size > 0 AND r.input_sequence_length > 0
@@ -52,10 +52,10 @@ SELECT
     c.persistent_neighbour_bytes,
     c.cap_bytes,
     CASE
-        WHEN r.allocated_before > r.deployment_baseline + 67108864 THEN 'raised_baseline'
+        WHEN r.allocated_before > r.deployment_baseline + RAISED_BASELINE_BYTES() THEN 'raised_baseline'
         WHEN r.is_oom AND r.names_neighbour AND c.persistent_neighbour_bytes = 0 THEN 'neighbour_process'
-        WHEN r.is_oom AND r.reserved_unallocated_bytes >= 2 * r.requested_bytes
-             AND r.reserved_unallocated_bytes >= 0.1 * r.device_total THEN 'fragmentation'
+        WHEN r.is_oom AND r.reserved_unallocated_bytes >= FRAGMENTED_REQUEST_MULTIPLE() * r.requested_bytes
+             AND r.reserved_unallocated_bytes >= FRAGMENTED_CARD_SHARE() * r.device_total THEN 'fragmentation'
     END AS excluded_because
 FROM rows AS r
 JOIN fct_prompt_capacity AS c USING (instance, gpu_index);

@@ -25,7 +25,7 @@ WITH readings AS (
         instance,
         gpu_index,
         min(ts) AS first_ts,
-        greatest(1000, date_diff('microsecond', min(ts), max(ts)) // 4096 + 1) AS bucket_us
+        greatest(MIN_BUCKET_US(), date_diff('microsecond', min(ts), max(ts)) // BASELINE_BUCKETS() + 1) AS bucket_us
     FROM readings
     GROUP BY instance, gpu_index
 ), buckets AS (
@@ -56,12 +56,14 @@ WITH readings AS (
         CASE
             WHEN lag(bucket_end) OVER w IS NULL THEN 'start'
             WHEN model_version IS DISTINCT FROM lag(model_version) OVER w THEN 'version_change'
-            -- the lowest baseline of the 5 buckets before: one bucket whose requests kept a temporary
+            -- the lowest baseline of the BASELINE_LOOKBACK_BUCKETS before: one bucket whose requests kept a temporary
             -- tensor alive does not raise the level a restart is measured against
-            WHEN low_bytes < 0.75 * min(baseline_bytes) OVER (w ROWS BETWEEN 5 PRECEDING AND 1 PRECEDING)
-                 AND min(baseline_bytes) OVER (w ROWS BETWEEN 5 PRECEDING AND 1 PRECEDING) - low_bytes >= 67108864
+            WHEN low_bytes < BASELINE_DROP_SHARE() * min(baseline_bytes) OVER (
+                     w ROWS BETWEEN BASELINE_LOOKBACK_BUCKETS() PRECEDING AND 1 PRECEDING)
+                 AND min(baseline_bytes) OVER (w ROWS BETWEEN BASELINE_LOOKBACK_BUCKETS() PRECEDING AND 1 PRECEDING)
+                     - low_bytes >= BASELINE_DROP_MIN_BYTES()
                 THEN 'baseline_drop'
-            WHEN bucket_start - lag(bucket_end) OVER w >= INTERVAL 6 HOUR THEN 'gap'
+            WHEN bucket_start - lag(bucket_end) OVER w >= LIFETIME_GAP() THEN 'gap'
         END AS restart_reason
     FROM buckets
     WINDOW w AS (PARTITION BY instance, gpu_index ORDER BY bucket_start, bucket_end)

@@ -2,7 +2,7 @@
 -- it at the same address, so a free counts against the site that allocated the block. owner_stack_id
 -- falls back to the free's own stack when the alloc is older than the trace (as PyTorch's viewer does).
 -- active_delta: the bytes the event adds (alloc) or removes (free); the trace records requested sizes,
--- blocks are whole multiples of 512 bytes.
+-- blocks are whole multiples of BLOCK_ROUNDING_BYTES (oomlab_block_bytes).
 CREATE OR REPLACE VIEW fct_snapshot_block_events AS
 WITH matched AS (
     SELECT
@@ -10,7 +10,7 @@ WITH matched AS (
         max(CASE WHEN action = 'alloc' THEN seq END) OVER w AS alloc_seq,
         last_value(CASE WHEN action = 'alloc' THEN stack_id END IGNORE NULLS) OVER w AS alloc_stack_id,
         last_value(CASE WHEN action = 'alloc' THEN time_us END IGNORE NULLS) OVER w AS alloc_time_us
-    FROM trace_events
+    FROM stg_trace_events
     WHERE action IN ('alloc', 'free_completed', 'free')
     WINDOW w AS (PARTITION BY snapshot_id, device, addr ORDER BY seq
                  ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
@@ -20,6 +20,6 @@ SELECT
     alloc_seq, alloc_time_us,
     alloc_seq IS NOT NULL AS alloc_in_trace,
     coalesce(alloc_stack_id, stack_id) AS owner_stack_id,
-    CASE WHEN action = 'alloc' THEN (size + 511) // 512 * 512
-         ELSE -((size + 511) // 512 * 512) END AS active_delta
+    CASE WHEN action = 'alloc' THEN oomlab_block_bytes(size)
+         ELSE -oomlab_block_bytes(size) END AS active_delta
 FROM matched;

@@ -3,7 +3,7 @@
 CREATE OR REPLACE VIEW fct_snapshot_live_blocks AS
 WITH last_alloc AS (
     SELECT snapshot_id, device, addr, max(seq) AS alloc_seq, arg_max(time_us, seq) AS alloc_time_us
-    FROM trace_events
+    FROM stg_trace_events
     WHERE action = 'alloc'
     GROUP BY snapshot_id, device, addr
 )

@@ -3,7 +3,7 @@ CREATE OR REPLACE VIEW fct_snapshot_pools AS
 WITH seg AS (
     SELECT snapshot_id, pool, count(*) AS segments, sum(total_size)::BIGINT AS reserved_bytes,
            count(*) FILTER (WHERE is_expandable) AS expandable_segments
-    FROM segments
+    FROM stg_segments
     GROUP BY snapshot_id, pool
 ), blk AS (
     SELECT snapshot_id, pool,

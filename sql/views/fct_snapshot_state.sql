@@ -33,5 +33,5 @@ SELECT
     s.oom_count,
     s.first_time_us,
     s.last_time_us
-FROM snapshots AS s
+FROM stg_snapshots AS s
 LEFT JOIN pools AS p ON p.snapshot_id = s.snapshot_id;

@@ -3,18 +3,18 @@
 -- value after event i = final value - (sum of all deltas - running sum of deltas up to i).
 -- Block events carry the requested size; it is rounded up to the allocator's 512-byte block granularity
 -- so that the curve meets memory_allocated() (block sizes) at the final state. The timeline analysis
--- (analyses/snapshot_timeline.py) computes the same numbers in polars, faster; a test checks they agree.
+-- (analyses/snapshot/timeline.py) computes the same numbers in polars, faster; a test checks they agree.
 CREATE OR REPLACE VIEW fct_snapshot_timeline AS
 WITH deltas AS (
     SELECT
         snapshot_id, device, seq, time_us, action, size,
-        CASE WHEN action = 'alloc' THEN (size + 511) // 512 * 512
-             WHEN action IN ('free_requested', 'free') THEN -((size + 511) // 512 * 512) ELSE 0 END AS d_allocated,
-        CASE WHEN action = 'alloc' THEN (size + 511) // 512 * 512
-             WHEN action IN ('free_completed', 'free') THEN -((size + 511) // 512 * 512) ELSE 0 END AS d_active,
+        CASE WHEN action = 'alloc' THEN oomlab_block_bytes(size)
+             WHEN action IN ('free_requested', 'free') THEN -oomlab_block_bytes(size) ELSE 0 END AS d_allocated,
+        CASE WHEN action = 'alloc' THEN oomlab_block_bytes(size)
+             WHEN action IN ('free_completed', 'free') THEN -oomlab_block_bytes(size) ELSE 0 END AS d_active,
         CASE WHEN action IN ('segment_alloc', 'segment_map') THEN size
              WHEN action IN ('segment_free', 'segment_unmap') THEN -size ELSE 0 END AS d_reserved
-    FROM trace_events
+    FROM stg_trace_events
 ), totals AS (
     SELECT snapshot_id, device,
            sum(d_allocated) AS all_allocated, sum(d_active) AS all_active, sum(d_reserved) AS all_reserved
@@ -23,7 +23,7 @@ WITH deltas AS (
 ), final AS (
     SELECT snapshot_id, device,
            sum(total_size) AS reserved_bytes, sum(allocated_size) AS allocated_bytes, sum(active_size) AS active_bytes
-    FROM segments
+    FROM stg_segments
     GROUP BY snapshot_id, device
 ), running AS (
     SELECT

@@ -7,7 +7,7 @@
 -- only instances have OOMs but no counted requests.
 CREATE OR REPLACE VIEW fct_traffic_events AS
 WITH logged AS (
-    SELECT DISTINCT instance FROM requests
+    SELECT DISTINCT instance FROM stg_requests
 ), raw AS (
     SELECT 'request' AS kind, ts, instance, model_version, batch_size,
            input_sequence_length AS input_tokens, output_sequence_length AS output_tokens,
@@ -17,7 +17,7 @@ WITH logged AS (
     SELECT 'oom', o.ts, o.instance, o.model_version, o.batch_size,
            o.input_sequence_length, o.output_sequence_length,
            true, o.instance IN (SELECT instance FROM logged)
-    FROM oom_events o
+    FROM stg_oom_events o
     WHERE o.origin <> 'snapshot' AND o.ts IS NOT NULL
 ), featured AS (
     SELECT *, batch_size * (input_tokens + output_tokens) AS batch_tokens FROM raw

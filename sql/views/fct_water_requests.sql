@@ -34,7 +34,8 @@ WITH ordered AS (
             lag(r.ts) OVER w IS NULL
             OR r.model_version IS DISTINCT FROM lag(r.model_version) OVER w
             -- 256 MiB or 2 % of the card: well above allocator rounding and request jitter
-            OR r.allocated_before < lag(r.allocated_after) OVER w - greatest(268435456, 0.02 * r.device_total),
+            OR r.allocated_before < lag(r.allocated_after) OVER w
+                                    - greatest(RESTART_DROP_MIN_BYTES(), RESTART_DROP_SHARE() * r.device_total),
             false) AS starts_lifetime
     FROM stg_requests AS r
     WHERE r.device_total > 0 AND r.instance IS NOT NULL

@@ -4,5 +4,5 @@
 CREATE OR REPLACE VIEW rpt_oom_rate_weekly AS
 SELECT period_start AS week_start, requests, ooms, ooms_with_traffic, oom_rate_per_1k, instances_affected,
        requests_lost
--- 2024-01-01 is a Monday: seven-day buckets from it are ISO weeks
-FROM oomlab_oom_periods(INTERVAL 7 DAY, TIMESTAMP '2024-01-01', NULL::TIMESTAMP, NULL::TIMESTAMP);
+-- WEEK_ORIGIN is a Monday: seven-day buckets from it are ISO weeks
+FROM oomlab_oom_periods(INTERVAL 7 DAY, WEEK_ORIGIN(), NULL::TIMESTAMP, NULL::TIMESTAMP);

@@ -10,4 +10,4 @@ SELECT
     f.internal_waste_bytes,
     CASE WHEN s.allocated_bytes = 0 THEN 0.0 ELSE f.live_bytes / s.allocated_bytes END AS share_of_allocated
 FROM fct_snapshot_sites AS f
-JOIN snapshots AS s ON s.snapshot_id = f.snapshot_id;
+JOIN stg_snapshots AS s ON s.snapshot_id = f.snapshot_id;

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from oomlab.analyses.fleet import alert_rules as lib
-from oomlab.analyses.fleet.water_levels import ALERT_LEVELS, water_levels
+from oomlab.analyses.fleet.water_levels import water_levels
+from oomlab.load.settings import ALERT_LEVELS
 
 FUNCTIONS = {"deriv", "predict_linear"}
 KEYWORDS = {"and", "or", "unless", "on", "offset"}

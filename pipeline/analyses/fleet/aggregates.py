@@ -18,6 +18,7 @@ import duckdb
 import polars as pl
 
 from ...errors import DatabaseError
+from ...load.settings import WEEK_ORIGIN
 from ...load.sql import sql_text
 from ..window import utc_naive
 
@@ -33,8 +34,6 @@ DIMENSIONS: tuple[str, ...] = (
     "batch_tokens",
 )
 WEEK = timedelta(days=7)
-# Any Monday: weekly buckets start on ISO weeks.
-_MONDAY = datetime(2024, 1, 1)
 
 WOW_METRICS: tuple[str, ...] = ("requests", "ooms", "oom_rate_per_1k", "instances_affected", "requests_lost")
 
@@ -60,7 +59,7 @@ def periods(
     since: datetime | None = None,
     until: datetime | None = None,
     width: timedelta = WEEK,
-    origin: datetime = _MONDAY,
+    origin: datetime = WEEK_ORIGIN,  # a Monday: weekly buckets are ISO weeks
 ) -> pl.DataFrame:
     """Totals per period of `width` aligned on `origin` (default: ISO weeks from Monday 00:00 UTC).
 

@@ -25,9 +25,10 @@ from dataclasses import dataclass
 import duckdb
 import yaml
 
+from ...load.settings import ALERT_LEVELS, ALERT_NEED_FACTOR
 from ...load.sql import sql_text
 from ...units import MIB
-from .water_levels import ALERT_LEVELS, ALERT_NEED_FACTOR, water_levels
+from .water_levels import water_levels
 
 USED, FREE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"
 METRICS = (USED, FREE)

@@ -15,6 +15,7 @@ from typing import cast
 import duckdb
 import polars as pl
 
+from ...load.settings import LIFETIME_GAP
 from ...load.sql import sql_text
 from ..shared import shared
 from ..snapshot.ooms import oom_moments
@@ -24,8 +25,6 @@ from .oom_limits import instance_limits, token_cost
 
 # A snapshot's `oom` entry and a log's message about the same failure are stamped by different clocks.
 SNAPSHOT_MATCH = timedelta(seconds=2)
-# A message logged this long after an instance's last request belongs to no lifetime we saw.
-LIFETIME_SLACK = timedelta(hours=6)
 # Rules too weak to stand against a snapshot that shows the allocator's actual layout.
 _WEAK_RULES = frozenset({"slack_fragmentation", "transient", "message_capacity", "none", "no_numbers"})
 
@@ -142,7 +141,8 @@ def _with_lifetimes(events: pl.DataFrame, lives: pl.DataFrame) -> pl.DataFrame:
     joined = events.sort("ts").join_asof(
         keep, left_on="ts", right_on="lifetime_start", by=["instance", "gpu_index"], check_sortedness=False
     )
-    late = pl.col("ts") > pl.col("lifetime_end") + LIFETIME_SLACK
+    # a message logged LIFETIME_GAP after a lifetime's last request belongs to no lifetime we saw
+    late = pl.col("ts") > pl.col("lifetime_end") + LIFETIME_GAP
     cols = ["lifetime", "baseline_start_bytes", "slope_bytes_per_hour", "is_leak", "is_preallocated_pool"]
     return joined.with_columns(pl.when(late).then(None).otherwise(pl.col(c)).alias(c) for c in cols)
 

@@ -33,7 +33,6 @@ MIN_PROFILE_HOURS = 24  # lifetimes shorter than a day cannot show the hour-of-d
 MIN_SLOPE_PER_DAY = 0.005
 MIN_T_STAT = 3.0
 MIN_R2 = 0.3  # a line explaining less than this of the variation is not a trend to project
-RECENT_NEEDS_DAYS = 7  # the request mix the expected-OOM estimate assumes will continue
 
 
 @dataclass(frozen=True)
@@ -217,7 +216,7 @@ _PROBABILITIES = [(i + 0.5) / 1000 for i in range(1000)]
 
 def _recent_needs(con: duckdb.DuckDBPyConnection, since: datetime | None, until: datetime | None) -> pl.DataFrame:
     """Per device: the last week's request rate per day and the quantiles of its requests' peak needs."""
-    params = window_params(since, until) | {"probabilities": _PROBABILITIES, "recent_days": RECENT_NEEDS_DAYS}
+    params = window_params(since, until) | {"probabilities": _PROBABILITIES}
     return con.sql(sql_text("q_forecast_request_needs"), params=params).pl()
 
 

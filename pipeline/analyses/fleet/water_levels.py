@@ -16,28 +16,12 @@ from datetime import datetime
 import duckdb
 import polars as pl
 
-from ...load.sql import bind, sql_text
+from ...load.sql import sql_text
 from ..shared import shared
 from ..window import window_params
 
-ALERT_LEVELS: tuple[float, ...] = (0.70, 0.85, 0.95)  # notice, warning, critical (domain.md)
-# A request holds its level until the next one, but not across a longer gap: the device may have been
-# idle or down, and we do not know what it held then.
-MAX_HOLD_S = 1800
-# Predictive alert: free memory below this multiple of the peak need of the largest recent request.
-ALERT_NEED_FACTOR = 1.2
-
-
-def _params(since: datetime | None, until: datetime | None) -> dict[str, object]:
-    """The window and the constants the water-level queries take as parameters."""
-    levels = {f"level_{round(lv * 100)}": lv for lv in ALERT_LEVELS}
-    constants = {"max_hold_s": MAX_HOLD_S, "need_factor": ALERT_NEED_FACTOR}
-    return {**window_params(since, until), **constants, **levels}
-
-
-def _with_hourly(name: str) -> str:
-    """A water-level query with its shared hourly rows (q_water_hourly.sql) in place of `{hourly}`."""
-    return sql_text(name).replace("{hourly}", sql_text("q_water_hourly").rstrip().rstrip(";"))
+# The alert levels, the hold limit and the need factor the queries apply are settings of the SQL
+# (ALERT_LEVELS, MAX_HOLD_S, ALERT_NEED_FACTOR in oomlab.load.settings): only the window is a parameter.
 
 
 @shared()
@@ -47,15 +31,15 @@ def water_levels(
     """Per device: hours observed, hours held above 70/85/95 %, share of requests peaking above them, the
     steady level (median over clock hours of the time-weighted held level), the peaks, and the hours and
     episodes of predictive alert."""
-    query = _with_hourly("q_water_levels")
-    levels = con.sql(query, params=bind(query, _params(since, until))).pl()
-    return _with_telemetry(con, levels, _params(since, until))
+    levels = con.sql(sql_text("q_water_levels"), params=window_params(since, until)).pl()
+    return _with_telemetry(con, levels, window_params(since, until))
 
 
-def _with_telemetry(con: duckdb.DuckDBPyConnection, levels: pl.DataFrame, params: dict[str, object]) -> pl.DataFrame:
+def _with_telemetry(
+    con: duckdb.DuckDBPyConnection, levels: pl.DataFrame, window: dict[str, datetime | None]
+) -> pl.DataFrame:
     """The request-based levels with the device's telemetry levels beside them (NULL where none)."""
-    query = sql_text("q_water_telemetry")
-    device = con.sql(query, params=bind(query, params)).pl()
+    device = con.sql(sql_text("q_water_telemetry"), params=window).pl()
     if levels.is_empty():
         return levels
     joined = levels.join(
@@ -69,6 +53,5 @@ def alert_episodes(
     con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
 ) -> pl.DataFrame:
     """Predictive alert episodes per device: runs of consecutive clock hours whose least free memory was
-    below 1.2 x the largest peak need of the hour and the hour before."""
-    query = _with_hourly("q_water_alert_episodes")
-    return con.sql(query, params=bind(query, _params(since, until))).pl()
+    below ALERT_NEED_FACTOR (1.2) x the largest peak need of the hour and the hour before."""
+    return con.sql(sql_text("q_water_alert_episodes"), params=window_params(since, until)).pl()

@@ -73,8 +73,9 @@ def inspect_database(
     state = snapshot_state(con, snapshot_id)
     meta = (
         con.sql(
-            "SELECT path, format, legacy_shapes, allocator_settings FROM snapshots WHERE snapshot_id = ?",
-            params=[snapshot_id],
+            "SELECT path, format, legacy_shapes, allocator_settings FROM stg_snapshots "
+            "WHERE snapshot_id = $snapshot_id",
+            params={"snapshot_id": snapshot_id},
         )
         .pl()
         .row(0, named=True)
@@ -180,7 +181,9 @@ def _json_value(text: str | None) -> Any:
 
 
 def _side(con: duckdb.DuckDBPyConnection, snapshot_id: int, state: Any) -> dict[str, Any]:
-    path = con.sql("SELECT path FROM snapshots WHERE snapshot_id = ?", params=[snapshot_id]).fetchall()[0][0]
+    path = con.sql(
+        "SELECT path FROM stg_snapshots WHERE snapshot_id = $snapshot_id", params={"snapshot_id": snapshot_id}
+    ).fetchall()[0][0]
     return {
         "path": path,
         "allocated_bytes": state.allocated_bytes,

@@ -5,14 +5,15 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
+from ...load.settings import BLOCK_ROUNDING_BYTES
+
 # Undoing a segment event reverses what it did: +1 means the event had mapped `size` bytes.
 _RESERVED_EFFECT = {"segment_alloc": 1, "segment_map": 1, "segment_free": -1, "segment_unmap": -1}
-# Block events carry the requested size; blocks are whole multiples of 512 bytes (kMinBlockSize).
-BLOCK_ROUNDING_BYTES = 512
 
 
 def block_size_of(requested: int) -> int:
-    """The block size the allocator gives a request (ignoring an unsplit large-pool remainder)."""
+    """The block size the allocator gives a request: a block event carries the requested size, rounded up to
+    BLOCK_ROUNDING_BYTES (kMinBlockSize), ignoring an unsplit large-pool remainder."""
     return -(-requested // BLOCK_ROUNDING_BYTES) * BLOCK_ROUNDING_BYTES
 
 

@@ -19,8 +19,8 @@ MIN_GROWTH_SHARE = 0.01
 def site_growth(con: duckdb.DuckDBPyConnection, snapshot_id: int, windows: int = DEFAULT_WINDOWS) -> pl.DataFrame:
     """Per site: baseline growth over equal time windows of the trace (frees counted against the site
     that allocated the block), the number of rising window steps, and the live bytes and ages at the end."""
-    events = con.sql(sql_text("q_snapshot_leaks_events"), params=[snapshot_id]).pl()
-    live = con.sql(sql_text("q_snapshot_leaks_live"), params=[snapshot_id]).pl()
+    events = con.sql(sql_text("q_snapshot_leaks_events"), params={"snapshot_id": snapshot_id}).pl()
+    live = con.sql(sql_text("q_snapshot_leaks_live"), params={"snapshot_id": snapshot_id}).pl()
     if events.is_empty():
         growth = pl.DataFrame(schema={"site": pl.String, "growth_bytes": pl.Int64, "rising_windows": pl.Int64})
     else:
@@ -37,7 +37,8 @@ def site_growth(con: duckdb.DuckDBPyConnection, snapshot_id: int, windows: int =
 
 def leak_suspects(con: duckdb.DuckDBPyConnection, snapshot_id: int, windows: int = DEFAULT_WINDOWS) -> pl.DataFrame:
     """Sites that grow steadily and still hold the growth at the end, ranked by growth."""
-    allocated = con.sql("SELECT allocated_bytes FROM snapshots WHERE snapshot_id = ?", params=[snapshot_id]).fetchall()
+    query = "SELECT allocated_bytes FROM stg_snapshots WHERE snapshot_id = $snapshot_id"
+    allocated = con.sql(query, params={"snapshot_id": snapshot_id}).fetchall()
     threshold = max(MIN_GROWTH_BYTES, MIN_GROWTH_SHARE * (allocated[0][0] if allocated else 0))
     growth = site_growth(con, snapshot_id, windows)
     return growth.filter(

@@ -46,7 +46,7 @@ def oom_moments(
     con: duckdb.DuckDBPyConnection, snapshot_id: int, device_total_bytes: int | None = None
 ) -> list[OomMoment]:
     """Every `oom` entry of the snapshot with its state (replayed back from the final layout) and cause."""
-    ooms = con.sql(sql_text("q_snapshot_ooms_ooms"), params=[snapshot_id]).fetchall()
+    ooms = con.sql(sql_text("q_snapshot_ooms_ooms"), params={"snapshot_id": snapshot_id}).fetchall()
     moments: list[OomMoment] = []
     for device in sorted({row[1] for row in ooms}):
         rows = [row for row in ooms if row[1] == device]
@@ -115,7 +115,8 @@ def _states_at(
     replay = _final_layout(con, snapshot_id, device)
     wanted = sorted(seqs, reverse=True)
     states: dict[int, LayoutState] = {}
-    events = con.sql(sql_text("q_snapshot_ooms_events_after"), params=[snapshot_id, device, min(seqs)]).fetchall()
+    after = {"snapshot_id": snapshot_id, "device": device, "first_seq": min(seqs)}
+    events = con.sql(sql_text("q_snapshot_ooms_events_after"), params=after).fetchall()
     for seq, action, addr, size in events:
         while wanted and seq <= wanted[0]:
             states[wanted.pop(0)] = replay.state()
@@ -126,8 +127,9 @@ def _states_at(
 
 
 def _final_layout(con: duckdb.DuckDBPyConnection, snapshot_id: int, device: int) -> LayoutReplay:
-    ranges = con.sql(sql_text("q_snapshot_ooms_segments"), params=[snapshot_id, device]).fetchall()
-    blocks = con.sql(sql_text("q_snapshot_ooms_active_blocks"), params=[snapshot_id, device]).fetchall()
+    params = {"snapshot_id": snapshot_id, "device": device}
+    ranges = con.sql(sql_text("q_snapshot_ooms_segments"), params=params).fetchall()
+    blocks = con.sql(sql_text("q_snapshot_ooms_active_blocks"), params=params).fetchall()
     allocated = sum(size for _addr, size, is_allocated in blocks if is_allocated)
     return LayoutReplay(ranges, {addr: size for addr, size, _a in blocks}, allocated)
 

@@ -8,12 +8,11 @@ import duckdb
 import polars as pl
 
 from ...errors import DatabaseError
+from ...load.settings import BLOCK_ROUNDING_BYTES
 from ...units import format_bytes
 
 # The caching allocator's pools: requests up to 1 MiB come from the small pool, larger ones from the large.
 SMALL_REQUEST_BYTES = 1 << 20
-# Every block size is a multiple of 512 bytes (kMinBlockSize); a request is rounded up to it.
-BLOCK_ROUNDING_BYTES = 512
 
 
 @dataclass(frozen=True)
@@ -58,7 +57,8 @@ class FitVerdict:
 def snapshot_state(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> SnapshotState:
     """Totals, fragmentation (1 - largest free block / total free) and internal waste (size - requested)."""
     row = con.sql(
-        "SELECT * EXCLUDE (snapshot_id) FROM fct_snapshot_state WHERE snapshot_id = ?", params=[snapshot_id]
+        "SELECT * EXCLUDE (snapshot_id) FROM fct_snapshot_state WHERE snapshot_id = $snapshot_id",
+        params={"snapshot_id": snapshot_id},
     ).pl()
     if row.is_empty():
         raise DatabaseError(f"no snapshot with id {snapshot_id} in the database", hint="see the snapshots table")
@@ -68,8 +68,8 @@ def snapshot_state(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> Snapshot
 def pool_states(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> pl.DataFrame:
     """One row per pool (small / large / private): segments, reserved, allocated, free, largest free block."""
     return con.sql(
-        "SELECT * EXCLUDE (snapshot_id) FROM fct_snapshot_pools WHERE snapshot_id = ? ORDER BY pool",
-        params=[snapshot_id],
+        "SELECT * EXCLUDE (snapshot_id) FROM fct_snapshot_pools WHERE snapshot_id = $snapshot_id ORDER BY pool",
+        params={"snapshot_id": snapshot_id},
     ).pl()
 
 

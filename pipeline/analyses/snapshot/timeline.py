@@ -7,10 +7,12 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
+from ...load.settings import BLOCK_ROUNDING_BYTES
 from ...load.sql import sql_text
 
 VALUE_COLUMNS = ("allocated_bytes", "active_bytes", "reserved_bytes")
-_BLOCK = ((pl.col("size") + 511) // 512) * 512  # the trace records requested sizes; blocks are 512-multiples
+# the trace records requested sizes; blocks are whole multiples of BLOCK_ROUNDING_BYTES (512)
+_BLOCK = ((pl.col("size") + (BLOCK_ROUNDING_BYTES - 1)) // BLOCK_ROUNDING_BYTES) * BLOCK_ROUNDING_BYTES
 _SEGMENT = pl.col("size")
 # Per replayed column: the final-state column of `segments`, the bytes an event moves, and its sign by action.
 _REPLAYED = {
@@ -71,8 +73,9 @@ def replay(con: duckdb.DuckDBPyConnection, snapshot_id: int, device: int) -> tup
     from the final segments (the ring may have wrapped, so the start is unknown), and the values before
     the first event. The same numbers as the view fct_snapshot_timeline, in polars: a running sum there
     costs a sort of the whole trace."""
-    events = con.sql(sql_text("q_snapshot_timeline_events"), params=[snapshot_id, device]).pl().sort("seq")
-    final = con.sql(sql_text("q_snapshot_timeline_final"), params=[snapshot_id, device]).pl().row(0, named=True)
+    params = {"snapshot_id": snapshot_id, "device": device}
+    events = con.sql(sql_text("q_snapshot_timeline_events"), params=params).pl().sort("seq")
+    final = con.sql(sql_text("q_snapshot_timeline_final"), params=params).pl().row(0, named=True)
     deltas = events.with_columns(
         (pl.col("action").replace_strict(signs, default=0, return_dtype=pl.Int64) * size)
         .fill_null(0)
@@ -112,7 +115,9 @@ def downsample(points: pl.DataFrame, max_points: int = 2000) -> pl.DataFrame:
 
 
 def _trace_device(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> int | None:
-    rows = con.sql("SELECT min(device) FROM trace_events WHERE snapshot_id = ?", params=[snapshot_id]).fetchall()
+    rows = con.sql(
+        "SELECT min(device) FROM stg_trace_events WHERE snapshot_id = $snapshot_id", params={"snapshot_id": snapshot_id}
+    ).fetchall()
     return rows[0][0] if rows else None
 
 

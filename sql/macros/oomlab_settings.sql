@@ -1,0 +1,79 @@
+-- The constants of sql/ and the Python that shares them, one macro each under the name Python uses (DuckDB
+-- folds `NAME()` to its literal, so a view runs as if the value were written in place). This file is their
+-- only definition: oomlab.load.settings reads the literals from it (a number, a list, `x::DOUBLE`, an
+-- INTERVAL or a TIMESTAMP), and a test checks that DuckDB and Python agree on every one. The one exception to
+-- one object per file: settings are read together, and each is too small for a file of its own.
+
+-- Memory alert levels (domain.md: notice at 70-75 %, warning at 85-90 %, critical at 95 %) as fractions of
+-- the card: the water levels' time above each, the alert rules' thresholds and the report's bands. DOUBLE,
+-- as Python's floats.
+CREATE OR REPLACE MACRO ALERT_LEVELS() AS [0.70, 0.85, 0.95]::DOUBLE[];
+-- Predictive alert: free memory below this multiple of the peak need of the largest recent request
+-- (domain.md: free < 1.2 x the peak need of the largest request).
+CREATE OR REPLACE MACRO ALERT_NEED_FACTOR() AS 1.2::DOUBLE;
+-- Seconds a request (or a telemetry sample) holds its level until the next one, but not across a longer gap:
+-- the device may have been idle or down, and we do not know what it held then.
+CREATE OR REPLACE MACRO MAX_HOLD_S() AS 1800;
+
+-- fct_request_baselines cuts each device's time span into this many buckets: fine enough to place a restart
+-- within 1/4096 of the span, few enough that the restart search stays small whatever the number of requests.
+CREATE OR REPLACE MACRO BASELINE_BUCKETS() AS 4096;
+-- ... each at least this many microseconds (1 ms): logs stamp request times to the millisecond, so a finer
+-- bucket would only split requests logged in the same millisecond.
+CREATE OR REPLACE MACRO MIN_BUCKET_US() AS 1000;
+-- A restart is measured against the lowest baseline of this many buckets before: one bucket whose requests
+-- kept a temporary tensor alive does not raise the level a restart is measured against.
+CREATE OR REPLACE MACRO BASELINE_LOOKBACK_BUCKETS() AS 5;
+-- The allocated level fell below this share of that baseline: a restart frees everything, a request never
+-- frees what the requests before it left (a quarter of the baseline is far more than request jitter).
+CREATE OR REPLACE MACRO BASELINE_DROP_SHARE() AS 0.75;
+-- ... and by at least 64 MiB, so that the jitter of a small baseline is no restart.
+CREATE OR REPLACE MACRO BASELINE_DROP_MIN_BYTES() AS 67108864;
+-- An instance that logged nothing this long was restarted or down: its next request starts a new process
+-- lifetime. Python uses the same span: an OOM logged this long after a lifetime's last request belongs to no
+-- lifetime we saw (oomlab.analyses.fleet.classify).
+CREATE OR REPLACE MACRO LIFETIME_GAP() AS INTERVAL 6 HOUR;
+
+-- fct_leak_windows cuts each lifetime into one window per this many requests (a window's minimum over fewer
+-- is one request's level, not a baseline) ...
+CREATE OR REPLACE MACRO LEAK_REQUESTS_PER_WINDOW() AS 5;
+-- ... and at most this many windows, so that a week-long lifetime and a 20-second capture both get a fit of
+-- the same size.
+CREATE OR REPLACE MACRO LEAK_MAX_WINDOWS() AS 48;
+-- The baseline at a lifetime's start and end: the lowest over its first / last this many buckets, as the
+-- restart search looks back (one bucket with a temporary tensor alive does not set the level).
+CREATE OR REPLACE MACRO LEAK_END_BUCKETS() AS 5;
+
+-- fct_water_requests starts a new lifetime where allocated memory drops below what the previous request left
+-- by the larger of 256 MiB and 2 % of the card: well above allocator rounding and request jitter.
+CREATE OR REPLACE MACRO RESTART_DROP_MIN_BYTES() AS 268435456;
+CREATE OR REPLACE MACRO RESTART_DROP_SHARE() AS 0.02;
+
+-- fct_prompt_requests leaves out requests whose allocated_before is more than 64 MiB above the lowest of their
+-- deployment: a leak or resident growth left less room. 64 MiB is well under 1 % of any card here.
+CREATE OR REPLACE MACRO RAISED_BASELINE_BYTES() AS 67108864;
+-- ... and OOMs with at least twice the request and 10 % of the card reserved but unallocated: the memory was
+-- there, in pieces (smaller slack is normal caching).
+CREATE OR REPLACE MACRO FRAGMENTED_REQUEST_MULTIPLE() AS 2;
+CREATE OR REPLACE MACRO FRAGMENTED_CARD_SHARE() AS 0.1;
+
+-- fct_oom_instance_limits: the typical large request is this quantile of what successful requests added at
+-- their peak; the few largest above it are outliers, not the size to plan for.
+CREATE OR REPLACE MACRO LARGE_REQUEST_QUANTILE() AS 0.95;
+-- fct_oom_neighbours_seen takes the last nvidia-smi round at or before a failure only if it is at most this
+-- old: an older list of processes says little about who held the card when it failed.
+CREATE OR REPLACE MACRO NEIGHBOUR_ROUND_MAX_AGE() AS INTERVAL 15 MINUTE;
+
+-- Weekly buckets count from this Monday, so that they are ISO weeks (Monday 00:00 UTC): rpt_oom_rate_weekly
+-- and the week-over-week numbers of oomlab.analyses.fleet.aggregates.
+CREATE OR REPLACE MACRO WEEK_ORIGIN() AS TIMESTAMP '2024-01-01';
+
+-- Every block the caching allocator hands out is a multiple of 512 bytes (kMinBlockSize); a snapshot's trace
+-- records the requested size, which the snapshot views and analyses round up to it.
+CREATE OR REPLACE MACRO BLOCK_ROUNDING_BYTES() AS 512;
+
+-- The forecast's expected OOMs assume the request mix of this many last days will continue ...
+CREATE OR REPLACE MACRO RECENT_NEEDS_DAYS() AS 7;
+-- ... at a daily rate taken over at least this many seconds: requests seconds apart are no rate of millions
+-- a day.
+CREATE OR REPLACE MACRO MIN_RATE_SPAN_S() AS 3600;
