@@ -9,7 +9,9 @@ import duckdb
 
 from oomlab.load.tables import connect
 
-DOC = Path(__file__).parent.parent / "docs" / "schema.md"
+from conftest import ROOT
+
+DOC = ROOT / "docs" / "schema.md"
 
 
 def documented() -> dict[str, dict[str, str]]:
@@ -54,7 +56,7 @@ def test_every_table_and_column_is_documented_with_its_type(db):
 
 def test_every_view_is_documented():
     text = DOC.read_text(encoding="utf-8")
-    views = sorted(p.stem for p in (Path(__file__).parent.parent / "sql" / "views").glob("*.sql"))
+    views = sorted(p.stem for p in (ROOT / "sql" / "views").glob("*.sql"))
     assert views and [v for v in views if f"`{v}`" not in text] == []
 
 
