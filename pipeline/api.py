@@ -14,9 +14,12 @@ from .records import IngestReport
 # The library behind each function is imported inside it: `oomlab ingest` starts hashing its first file
 # before DuckDB, polars and pyarrow load, and `oomlab --help` loads none of them.
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from .analyses.estimate import MeasuredPeak, MemoryEstimate, ModelShape, Workload
     from .analyses.fleet.alert_rules import DeviceTuning
     from .analyses.fleet.sizing import Card
+    from .findings.data_quality import DataQualityNote
     from .findings.finding import Finding
     from .ingest.progress import Progress
     from .report.document import Report
@@ -63,13 +66,25 @@ def query(db_path: str | Path, sql: str, params: list[object] | None = None) -> 
             raise DatabaseError(f"query failed: {str(exc).splitlines()[0]}") from exc
 
 
-def findings(db_path: str | Path, since: datetime | None = None, until: datetime | None = None) -> list[Finding]:
-    """Every analysis's findings over [since, until], most important first."""
+class FindingsResult(list["Finding"]):
+    """What `oomlab findings` shows: the ranked findings (the list itself, so that a caller that wants only them
+    iterates as before) and `data_quality`, the note that leads them (None when nothing was set aside, flagged
+    or left out)."""
+
+    def __init__(self, found: list[Finding], data_quality: DataQualityNote | None) -> None:
+        super().__init__(found)
+        self.data_quality = data_quality
+
+
+def findings(db_path: str | Path, since: datetime | None = None, until: datetime | None = None) -> FindingsResult:
+    """Every analysis's findings over [since, until], most important first, and the data-quality note of the
+    whole database."""
     from .findings.collect import collect_findings
+    from .findings.data_quality import data_quality_note
     from .load.tables import connect
 
     with connect(db_path, read_only=True) as con:
-        return collect_findings(con, since, until)
+        return FindingsResult(collect_findings(con, since, until), data_quality_note(con))
 
 
 def sources(db_path: str | Path) -> QueryResult:
@@ -147,16 +162,22 @@ def _new_folder(base: Path) -> Path:
 
 
 def inspect_snapshot(
-    path: str | Path, requested_bytes: int | None = None, *, top: int = 10, device_total_bytes: int | None = None
+    paths: str | Path | Sequence[str | Path],
+    requested_bytes: int | None = None,
+    *,
+    top: int = 10,
+    device_total_bytes: int | None = None,
 ) -> dict[str, Any]:
-    """`oomlab snapshot inspect`: one snapshot explained, without a database (the stable JSON-ready dict)."""
+    """`oomlab snapshot inspect`: one snapshot explained without a database (the stable JSON-ready dict); given
+    several of one process, the newest, with the growth across them."""
     from .analyses.snapshot.inspect import inspect_snapshot as inspect
 
-    return inspect(path, requested_bytes, top=top, device_total_bytes=device_total_bytes)
+    return inspect(paths, requested_bytes, top=top, device_total_bytes=device_total_bytes)
 
 
 def diff_snapshots(before: str | Path, after: str | Path, *, top: int = 20) -> dict[str, Any]:
-    """`oomlab snapshot diff`: per-site change in bytes and blocks, segments added and removed."""
+    """`oomlab snapshot diff`: per-site change in bytes and blocks, segments added and removed, and the leak
+    suspects of `after` judged with that growth."""
     from .analyses.snapshot.inspect import diff_snapshots as diff
 
     return diff(before, after, top=top)

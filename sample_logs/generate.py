@@ -1,9 +1,12 @@
 """Generate the sample fleet: request logs, text logs, nvidia-smi samples, a job calendar and truths.json.
 
     python sample_logs/generate.py [--out DIR] [--scale S | --requests N] [--seed N] [--weeks W]
+    python sample_logs/generate.py --scenario --seed N --out DIR
 
 The same arguments always give the same bytes. What is planted is described in sample_logs/FLEET.md and,
-with exact parameters and counts, in DIR/truths.json.
+with exact parameters and counts, in DIR/truths.json. `--scenario` draws a randomised fleet from the seed
+instead (cards, models, leaks, jobs, neighbours, time zones: sample_logs/README.md), with its planted causes
+in DIR/truths.json; bench/truth.py scores the findings against them.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fleetgen.build import Options, build
 from fleetgen.plan import DEFAULT_SCALE, REQUESTS_PER_WEEK
+from fleetgen.scenario.build import build_scenario, summary
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "fleet"
 
@@ -44,7 +48,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--gzip-level", type=int, choices=range(1, 10), help="default: 9, or 1 above 2M requests")
     parser.add_argument("--workers", type=int, default=2, help="instances generated at once")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--scenario",
+        action="store_true",
+        help="a randomised scenario fleet drawn from --seed, with its truths (needs --out; ignores the size options)",
+    )
+    parser.add_argument("--traffic", type=float, default=1.0, help="with --scenario: traffic multiplier (default 1)")
+    args = parser.parse_args(argv)
+    if args.scenario and args.out == DEFAULT_OUT:
+        parser.error("--scenario needs --out: the bundled fleet is not a scenario")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.out.exists():
         shutil.rmtree(args.out)
     started = time.perf_counter()
+    if args.scenario:
+        print(f"{summary(build_scenario(args.out, args.seed, args.traffic))} ({time.perf_counter() - started:.1f} s)")
+        return 0
     truths = build(Options(args.out, args.seed, scale, args.weeks, args.smi_interval, args.gzip_level, args.workers))
     counts = truths["counts"]
     size = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())

@@ -84,3 +84,53 @@ def demo_result(tmp_path_factory):
     from oomlab import api
 
     return api.demo(tmp_path_factory.mktemp("demo"))
+
+
+# Bad copies of real logs for the data-quality tests: each planted line and the reason ingest must give it.
+A10_TOTAL = 23_581_097_984  # the sample fleet's A10 as PyTorch reports it (21.96 GiB)
+IMPOSSIBLE_REJECTS: dict[str, dict[int, str]] = {
+    "a10-01.jsonl": {
+        **dict.fromkeys(
+            range(11, 16),
+            "allocated_after 23.96 GiB above device_total 21.96 GiB; "
+            "reserved_after 23.96 GiB above device_total 21.96 GiB",
+        ),
+        **dict.fromkeys(range(21, 24), "reserved_after 4.00 GiB below allocated_after 4.50 GiB"),
+    },
+    "serve_mixed.jsonl": {7: "allocated_before -1.00 KiB is negative"},
+    "nvsmi_gpu_run2.csv": dict.fromkeys((3, 4), "memory.used 146.48 GiB above memory.total 140.40 GiB"),
+}
+
+
+def write_impossible_copies(folder: Path) -> Path:
+    """Copies of real logs in `folder` with the lines of IMPOSSIBLE_REJECTS made impossible, every other line as
+    captured: the sample fleet's a10-01 request log with allocated_after and reserved_after 2 GiB above its card
+    on lines 11-15 and reserved_after (4.00 GiB) below allocated_after (4.50 GiB) on lines 21-23; the real H200
+    serve_mixed log with allocated_before -1024 on line 7; the real H200 nvidia-smi run 2 samples with
+    memory.used 150000 MiB, above the card's 143771 MiB, on lines 3 and 4."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fleet = read_jsonl_gz(FLEET / "requests" / "a10-01.jsonl.gz")
+    for row in fleet[10:15]:
+        row["allocated_after"] = row["reserved_after"] = A10_TOTAL + (2 << 30)
+    for row in fleet[20:23]:
+        row["allocated_after"], row["reserved_after"] = 4_831_838_208, 4 << 30
+    mixed = read_jsonl_gz(H200 / "serve_mixed" / "requests.jsonl.gz")
+    mixed[6]["allocated_before"] = -1024
+    for name, rows in (("a10-01.jsonl", fleet), ("serve_mixed.jsonl", mixed)):
+        (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with gzip.open(H200 / "env" / "nvsmi_gpu_run2.csv.gz", "rt", encoding="utf-8") as handle:
+        lines = handle.read().splitlines(keepends=True)
+    for number in (3, 4):
+        lines[number - 1] = lines[number - 1].replace(" 0 MiB, 143771 MiB", " 150000 MiB, 143771 MiB", 1)
+    (folder / "nvsmi_gpu_run2.csv").write_text("".join(lines), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def impossible_db(tmp_path_factory) -> Path:
+    """write_impossible_copies ingested once for the session (read it, do not write to it)."""
+    folder = write_impossible_copies(tmp_path_factory.mktemp("impossible") / "logs")
+    path = folder.parent / "impossible.duckdb"
+    result = CliRunner().invoke(cli, ["ingest", str(folder), "--db", str(path), "--quiet"])
+    assert result.exit_code == 0, result.output
+    return path

@@ -9,7 +9,7 @@ from typing import Any
 import duckdb
 
 from oomlab.load.snapshot import inspect_connection
-from oomlab.parse.snapshot.read import SnapshotData, read_snapshot
+from oomlab.parse.snapshot.read import SnapshotData, read_snapshot, snapshot_from_object
 from oomlab.parse.snapshot.safe_pickle import load_plain_pickle
 
 DATA = Path(__file__).parent / "data" / "h200"
@@ -36,3 +36,20 @@ def case_db(scenario: str, name: str = "snapshot_end") -> duckdb.DuckDBPyConnect
 def raw_case(scenario: str, name: str = "snapshot_end") -> Any:
     """A fresh copy of the raw snapshot object (safe unpickler), to derive other shapes from."""
     return load_plain_pickle(snapshot_path(scenario, name))
+
+
+def cut_trace(scenario: str, name: str, fraction: float) -> Any:
+    """The raw real capture with each device's trace cut to its last `fraction` of events (0: no trace at all):
+    the same segments and blocks, the ring as a smaller `max_entries` (or history off) would have left it."""
+    raw = raw_case(scenario, name)
+    for device, entries in enumerate(raw["device_traces"]):
+        keep = round(len(entries) * fraction)
+        raw["device_traces"][device] = entries[len(entries) - keep :] if keep else []
+    return raw
+
+
+@cache
+def cut_db(scenario: str, name: str, fraction: float) -> duckdb.DuckDBPyConnection:
+    """An in-memory database holding the capture with its trace cut (`cut_trace`) as snapshot 1 (cached)."""
+    label = f"{scenario}/{name} (last {fraction:.0%} of its trace)"
+    return inspect_connection(snapshot_from_object(cut_trace(scenario, name, fraction), label))

@@ -135,11 +135,11 @@ def findings(db_path: str, since: datetime | None, until: datetime | None, json_
     from .. import api
     from .render_findings import print_findings, write_findings_json
 
-    found = api.findings(db_path, since, until)
+    result = api.findings(db_path, since, until)
     if json_path:
-        write_findings_json(found, since, until, json_path)
+        write_findings_json(result, since, until, json_path)
     if json_path != "-":
-        print_findings(found)
+        print_findings(result)
 
 
 @cli.group()
@@ -148,18 +148,24 @@ def snapshot() -> None:
 
 
 @snapshot.command("inspect")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the stable JSON document instead of tables.")
 @click.option("--request", "request", metavar="SIZE", help="Would an allocation of SIZE (e.g. 1GiB) fit, and why not.")
 @click.option("--device-total", metavar="SIZE", help="Device memory, to tell external pressure from capacity.")
 @click.option("--top", default=10, show_default=True, help="How many sites and suspects to list.")
-def snapshot_inspect(file: str, as_json: bool, request: str | None, device_total: str | None, top: int) -> None:
-    """State, fragmentation, top allocation sites, leak suspects and OOM moments of one snapshot."""
+def snapshot_inspect(
+    files: tuple[str, ...], as_json: bool, request: str | None, device_total: str | None, top: int
+) -> None:
+    """State, fragmentation, top allocation sites, leak suspects and OOM moments of a snapshot.
+
+    Several FILES of one process: the newest is inspected (oldest first by their trace times, else in the
+    order given) and each site's growth across them is shown and weighed in the leak suspects.
+    """
     from .. import api
     from .render import print_json
     from .render_snapshot import print_inspect
 
-    report = api.inspect_snapshot(file, size_option(request), top=top, device_total_bytes=size_option(device_total))
+    report = api.inspect_snapshot(files, size_option(request), top=top, device_total_bytes=size_option(device_total))
     print_json(report) if as_json else print_inspect(report)
 
 
@@ -169,7 +175,8 @@ def snapshot_inspect(file: str, as_json: bool, request: str | None, device_total
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
 @click.option("--top", default=20, show_default=True, help="How many sites to list.")
 def snapshot_diff(before: str, after: str, as_json: bool, top: int) -> None:
-    """Per-site change in bytes and blocks between two snapshots, and the segments added and removed."""
+    """Per-site change in bytes and blocks between two snapshots, the segments added and removed, and the
+    leak suspects of AFTER given that growth."""
     from .. import api
     from .render import print_json
     from .render_snapshot import print_diff

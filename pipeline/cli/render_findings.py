@@ -13,22 +13,24 @@ from rich.padding import Padding
 from rich.text import Text
 
 if TYPE_CHECKING:
+    from ..api import FindingsResult
     from ..findings.finding import Finding
 
 
-def findings_document(found: list[Finding], since: datetime | None, until: datetime | None) -> dict[str, object]:
+def findings_document(result: FindingsResult, since: datetime | None, until: datetime | None) -> dict[str, object]:
     """The documented JSON document (docs/findings.md)."""
     return {
         "generated_at": datetime.now(UTC).replace(tzinfo=None, microsecond=0).isoformat(),
         "since": since.isoformat() if since else None,
         "until": until.isoformat() if until else None,
-        "findings": [f.to_json() for f in found],
+        "data_quality": result.data_quality.to_json() if result.data_quality else None,
+        "findings": [f.to_json() for f in result],
     }
 
 
-def write_findings_json(found: list[Finding], since: datetime | None, until: datetime | None, path: str) -> None:
+def write_findings_json(result: FindingsResult, since: datetime | None, until: datetime | None, path: str) -> None:
     """Write the JSON document to a file, or stdout for `-`."""
-    text = json.dumps(findings_document(found, since, until), indent=2, default=str) + "\n"
+    text = json.dumps(findings_document(result, since, until), indent=2, default=str) + "\n"
     if path == "-":
         sys.stdout.write(text)
     else:
@@ -45,9 +47,13 @@ def _heading(number: int, finding: Finding) -> Text:
     return heading
 
 
-def print_findings(found: list[Finding]) -> None:
-    """Ranked findings, each as a heading, its evidence and what to do."""
+def print_findings(result: FindingsResult) -> None:
+    """The data-quality note first (the data behind every finding), then the ranked findings, each as a
+    heading, its evidence and what to do."""
     console = Console(soft_wrap=False)
+    if result.data_quality is not None:
+        console.print(Text(result.data_quality.text, style="bold yellow"), end="\n\n")
+    found = list(result)
     if not found:
         console.print("no findings: nothing in the data stands out")
         return

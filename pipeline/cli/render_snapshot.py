@@ -71,6 +71,52 @@ def _ooms_table(report: dict[str, Any]) -> Table:
     return table
 
 
+def _print_suspects(console: Console, suspects: list[dict[str, Any]]) -> None:
+    """Each suspect as a heading line (site, confidence, live bytes) and its reasons below: the reasons are
+    prose, too long for a table column in a terminal."""
+    console.print("leak suspects")
+    for suspect in suspects:
+        console.print(
+            f"  {suspect['site']}  {suspect['confidence']:.0%} sure, {human_bytes(suspect['live_bytes'])} live",
+            markup=False,
+        )
+        console.print(f"    {suspect['reason']}", markup=False)
+
+
+def _series_table(series: dict[str, Any]) -> Table:
+    count = len(series["snapshots"])
+    table = Table(
+        "site",
+        "first",
+        "last",
+        "change",
+        "blocks change",
+        title=f"growth across {count} snapshots",
+        title_justify="left",
+    )
+    table.columns[0].overflow = "fold"
+    for site in series["sites"]:
+        table.add_row(
+            site["site"],
+            human_bytes(site["first_bytes"]),
+            human_bytes(site["last_bytes"]),
+            human_bytes(site["growth_bytes"]),
+            f"{site['growth_blocks']:+,}",
+        )
+    return table
+
+
+def no_suspect_reason(basis: dict[str, Any]) -> str:
+    """Why no site is a suspect, and what the judgement rested on."""
+    seen = {
+        "none": "the final blocks alone (the snapshot has no trace)",
+        "wrapped": "the final blocks and a trace that began after some of them",
+        "whole": "the final blocks and a trace of their whole life",
+    }[basis["trace"]]
+    across = f", across {basis['snapshots']} snapshots" if basis["snapshots"] > 1 else ""
+    return f"no site holds memory of more requests than are in flight, or grew; judged from {seen}{across}"
+
+
 def print_inspect(report: dict[str, Any]) -> None:
     """State, pools, top sites, leak suspects, OOM moments and the fit verdict, as tables."""
     console = Console(soft_wrap=True)
@@ -83,16 +129,19 @@ def print_inspect(report: dict[str, Any]) -> None:
             [("site", "site", False), ("bytes", "bytes", True), ("blocks", "blocks", False)],
         )
     )
+    if report.get("series"):
+        console.print(_series_table(report["series"]))
     if report["leak_suspects"]:
-        console.print(
-            _sites_table(
-                "leak suspects",
-                report["leak_suspects"],
-                [("site", "site", False), ("growth", "growth_bytes", True), ("live", "live_bytes", True)],
-            )
-        )
+        _print_suspects(console, report["leak_suspects"])
     else:
-        console.print("leak suspects: none (no site's live bytes grew across the trace)")
+        console.print(f"leak suspects: none ({no_suspect_reason(report['leak_basis'])})", markup=False)
+    unplaced = report["leak_basis"]["no_stack_bytes"]
+    if unplaced:
+        console.print(
+            f"{human_bytes(unplaced)} of live memory has no call stack, so no leak judgement can place it: record "
+            'the history with stacks (torch.cuda.memory._record_memory_history(enabled="all"))',
+            markup=False,
+        )
     if report["oom_events"]:
         console.print(_ooms_table(report))
     fit = report.get("fit")
@@ -125,3 +174,5 @@ def print_diff(diff: dict[str, Any]) -> None:
             ],
         )
     )
+    if diff.get("leak_suspects"):
+        _print_suspects(console, diff["leak_suspects"])

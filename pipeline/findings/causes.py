@@ -95,6 +95,7 @@ def fragmentation_findings(events: pl.DataFrame) -> list[Finding]:
                 _window(group),
                 {
                     "instance": instance,
+                    "card": group["card"].drop_nulls().first() if "card" in group.columns else None,
                     "ooms": group.height,
                     "median_unallocated_bytes": unalloc,
                     "median_unallocated_to_requested": ratio,
@@ -123,17 +124,14 @@ def external_findings(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> l
 
 def _job_of(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.DataFrame:
     """Per event, the scheduled job running on its host at the time, when that job holds most of them."""
+    # one row per run and instance its host selectors (names or globs) match, matched in SQL
     jobs = con.sql(sql_text("q_job_occurrences")).pl()
     if jobs.is_empty():
         return pl.DataFrame(schema={"event_id": pl.Int64, "job": pl.Utf8})
     inside = (
         events.select("event_id", "instance", "ts")
-        .join(jobs, how="cross")
-        .filter(
-            (pl.col("ts") >= pl.col("start_ts"))
-            & (pl.col("ts") < pl.col("end_ts"))
-            & (pl.col("hosts").is_null() | pl.col("hosts").list.contains(pl.col("instance")))
-        )
+        .join(jobs, on="instance")
+        .filter((pl.col("ts") >= pl.col("start_ts")) & (pl.col("ts") < pl.col("end_ts")))
     )
     # a job counts for an instance only when most of that instance's external OOMs fall in its runs
     per_instance = events.group_by("instance").agg(pl.len().alias("n"))

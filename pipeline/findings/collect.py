@@ -11,6 +11,7 @@ import duckdb
 from ..analyses.shared import shared_results
 from ..units import format_bytes
 from .finding import Finding, rank
+from .grouping import group_by_scope
 
 # The modules of this package that report findings, each with `findings(con, since, until) -> list[Finding]`.
 FINDERS: tuple[str, ...] = (
@@ -27,32 +28,45 @@ FINDERS: tuple[str, ...] = (
 def collect_findings(
     con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
 ) -> list[Finding]:
-    """All findings over [since, until], merged and most important first."""
+    """All findings over [since, until], grouped (one per cause and scope), merged where two analyses see one
+    problem, and most important first."""
     found: list[Finding] = []
     with shared_results():
         for name in FINDERS:
             module = import_module(f".{name}", __package__)
             found.extend(module.findings(con, since, until))
-    return merge_related(rank(found))
+    return merge_related(rank(group_by_scope(found)))
 
 
 def _topic(finding: Finding) -> str:
     """What a finding is about, so that two analyses' views of one problem become one finding.
 
-    The job analysis and the cause analysis both name a job ("job nightly-backup"); the capacity cause and
-    the prompt-threshold model both describe one card size, which they name differently.
+    The job analysis and the cause analysis both name a job ("job nightly-backup"); the capacity cause, the
+    prompt-threshold model and the sizing rule's upgrade all describe one card size that the requests
+    outgrow; fragmentation and the sizing rule's allocator fix both describe hosts whose card is full of
+    reserved-but-unallocated memory.
     """
     metrics = finding.metrics
-    if finding.kind == "prompt_threshold" and metrics.get("device_total") and not metrics.get("model_version"):
+    card_wide = finding.kind == "prompt_threshold" and not metrics.get("model_version")
+    upgrade = finding.kind == "sizing" and metrics.get("action") == "upgrade"
+    if (card_wide or upgrade) and metrics.get("device_total"):
         return f"card {format_bytes(metrics['device_total'], 'GiB')}"
+    if finding.kind == "fragmentation" or (finding.kind == "sizing" and metrics.get("action") == "fix_allocator"):
+        return "unallocated memory on " + ", ".join(sorted(metrics.get("hosts") or [str(metrics.get("instance"))]))
     if finding.kind == "capacity" and metrics.get("card"):
         return f"card {metrics['card']}"
     return finding.subject.lower()
 
 
+# Kinds that state a consequence (this card is too small, the allocator holds the card) rather than a cause:
+# when one shares its topic with another kind's finding, the other keeps the story, whatever their rank.
+_CONSEQUENCES = frozenset({"sizing"})
+
+
 def merge_related(ranked: list[Finding]) -> list[Finding]:
-    """Fold each finding into a higher-ranked one on the same topic: its evidence is appended, its
-    kind, subject, advice and metrics kept under `related`, and the larger impact kept."""
+    """Fold each finding into a higher-ranked one on the same topic (or, for a consequence such as sizing,
+    the cause into which it folds): its evidence is appended, its kind, subject, advice and metrics kept
+    under `related`, and the larger impact kept."""
     merged: dict[str, Finding] = {}
     for finding in ranked:
         topic = _topic(finding)
@@ -60,21 +74,29 @@ def merge_related(ranked: list[Finding]) -> list[Finding]:
             merged[topic] = finding
             continue
         keeper = merged[topic]
-        related = [
-            *keeper.metrics.get("related", []),
-            {
-                "kind": finding.kind,
-                "subject": finding.subject,
-                "evidence": finding.evidence,
-                "advice": finding.advice,
-                "confidence": finding.confidence,
-                "metrics": finding.metrics,
-            },
-        ]
-        merged[topic] = replace(
-            keeper,
-            evidence=f"{keeper.evidence} Also ({finding.kind}): {finding.evidence}",
-            impact=max(keeper.impact, finding.impact),
-            metrics={**keeper.metrics, "related": related},
-        )
+        if keeper.kind in _CONSEQUENCES and finding.kind not in _CONSEQUENCES:
+            keeper, finding = finding, keeper
+        merged[topic] = _fold(keeper, finding)
     return rank(list(merged.values()))
+
+
+def _fold(keeper: Finding, other: Finding) -> Finding:
+    """`keeper` with `other` added as a related view of the same problem."""
+    related = [
+        *keeper.metrics.get("related", []),
+        *other.metrics.get("related", []),
+        {
+            "kind": other.kind,
+            "subject": other.subject,
+            "evidence": other.evidence,
+            "advice": other.advice,
+            "confidence": other.confidence,
+            "metrics": {k: v for k, v in other.metrics.items() if k != "related"},
+        },
+    ]
+    return replace(
+        keeper,
+        evidence=f"{keeper.evidence} Also ({other.kind}): {other.evidence}",
+        impact=max(keeper.impact, other.impact),
+        metrics={**keeper.metrics, "related": related},
+    )

@@ -64,7 +64,11 @@ _METRICS = (
     "schedule",
     "windows_utc",
     "runs",
+    "selectors",
+    "hosts_matched",
+    "unmatched_selectors",
     "hosts",
+    "hosts_without_traffic",
     "hosts_affected",
     "hosts_not_affected",
     "ooms_in",
@@ -81,9 +85,9 @@ _METRICS = (
 
 
 def _evidence(row: dict) -> str:
-    """One paragraph: the pooled numbers, the unaffected hosts, the control."""
+    """One paragraph: where it runs, the pooled numbers, the unaffected hosts, the control."""
     text = (
-        f"{row['name']} runs {row['schedule']} on {', '.join(row['hosts'])}. Inside its windows "
+        f"{row['name']} runs {row['schedule']} on {', '.join(row['hosts'])}{_selected(row)}. Inside its windows "
         f"{row['ooms_in']} OOMs against {row['expected_in']:.1f} expected from traffic"
         f" (lift {format_lift(row['lift'])}, p {format_p(row['p_value'])}),"
         f" {row['excess_ooms']:.0f} of them excess."
@@ -98,6 +102,24 @@ def _evidence(row: dict) -> str:
             f" Hosts that do not run it, at the same times: lift {format_lift(row['control_lift'])}, "
             f"p {format_p(row['control_p_value'])}."
         )
+    return text + _unmatched(row)
+
+
+def _selected(row: dict) -> str:
+    """' (calendar hosts a10-0[1-3], infer-b-*)' when the calendar names its hosts by globs."""
+    if not any(c in selector for selector in row["selectors"] for c in "*?["):
+        return ""
+    return f" (calendar hosts {', '.join(row['selectors'])})"
+
+
+def _unmatched(row: dict) -> str:
+    """What the calendar names that the data cannot test: matched hosts without traffic, selectors matching nothing."""
+    text = ""
+    if row["hosts_without_traffic"]:
+        text += f" {', '.join(row['hosts_without_traffic'])} matched too, with no requests or OOMs to test."
+    if row["unmatched_selectors"]:
+        unmatched = row["unmatched_selectors"]
+        text += f" Calendar host{'s' if len(unmatched) > 1 else ''} {', '.join(unmatched)} matched no instance."
     return text
 
 

@@ -2,7 +2,8 @@
 
 The conversions are SQL macros (`sql/macros/`); this module only picks, per canonical field, the
 source column and the macro that suits the column's DuckDB type, and writes the checks that turn a
-value that would not convert into a reject reason instead of a silent NULL.
+value that would not convert into a reject reason instead of a silent NULL, and the check that sets aside a
+row whose values no device can have (`oomlab_request_possible`).
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def _check_sql(field: Field, source: str, duck_type: str, converted: str) -> str
 
 @dataclass(frozen=True)
 class Staged:
-    """A SELECT over a stage giving canonical columns, `extra`, `line`, `reject_reason` and `raw`."""
+    """A SELECT over a stage giving canonical columns, `extra`, `line`, `reject_reason` (a value that does not
+    convert), `possible` (false: values no device can have) and `raw` (of the rows either sets aside)."""
 
     sql: str
     params: dict[str, object]
@@ -112,6 +114,35 @@ def _missing_ts_sql(stage: Stage, columns: list[str]) -> str:
     return f"CASE WHEN coalesce({', '.join(present)}) IS NULL THEN 'missing timestamp' END"
 
 
+# The arguments of sql/macros/oomlab_request_possible.sql (and _impossible), in their order.
+PHYSICAL_ARGS = (
+    "gpu_index",
+    "latency_ms",
+    "batch_size",
+    "input_sequence_length",
+    "output_sequence_length",
+    "requested_size",
+    "available_memory",
+    "allocator_allocated",
+    "reserved_memory",
+    "allocated_before",
+    "allocated_after",
+    "reserved_before",
+    "reserved_after",
+    "peak_allocated",
+    "device_total",
+)
+
+
+def _possible_sql(values: dict[str, str]) -> str:
+    """Whether a row's converted values could be a device's (no negative size, nothing above the card, reserved
+    not below allocated); NULL stands in for a field the log does not have. A row that could not is set aside
+    instead of turning into water levels above 100 %. Only this boolean is computed per row: the reasons
+    (oomlab_request_impossible) take DuckDB 0.15 s to plan, so sql/ingest/insert_stage_rejects.sql writes them,
+    and only for a file that has rejects."""
+    return f"oomlab_request_possible({', '.join(values.get(name, 'NULL') for name in PHYSICAL_ARGS)})"
+
+
 def staged_select(stage: Stage, fields: tuple[Field, ...] = FIELDS, tz: str | None = None) -> Staged:
     """The normalizing SELECT for a stage; `raw` is built only for rejected rows."""
     mapping = resolve_columns(list(stage.columns), fields)
@@ -127,12 +158,13 @@ def staged_select(stage: Stage, fields: tuple[Field, ...] = FIELDS, tz: str | No
     checks.append(_missing_ts_sql(stage, mapping.get("ts", [])))
     # A row the stage could not read at all (bad JSON) gets only that reason.
     reason = f"coalesce({stage.guard}, nullif(concat_ws('; ', {', '.join(checks)}), ''))"
+    possible = _possible_sql(values)
     consumed = {c for columns in mapping.values() for c in columns}
     # CASE evaluates its branch only for the rows that take it: raw text costs nothing for good rows.
     sql = (
         f"SELECT {stage.line} AS line, {', '.join(selects)}, "
-        f"{stage.extra_sql(consumed)} AS extra, {reason} AS reject_reason, "
-        f"CASE WHEN {reason} IS NOT NULL THEN CAST({stage.raw} AS VARCHAR) END AS raw "
+        f"{stage.extra_sql(consumed)} AS extra, {reason} AS reject_reason, {possible} AS possible, "
+        f"CASE WHEN {reason} IS NOT NULL OR NOT {possible} THEN CAST({stage.raw} AS VARCHAR) END AS raw "
         f"FROM {stage.relation}"
     )
     params = {**stage.params, "tz": tz}

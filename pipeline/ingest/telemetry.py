@@ -21,6 +21,7 @@ from ..config import IngestOptions, instance_from_filename
 from ..errors import InputError
 from ..load import tables as load
 from ..parse.compression import READ_ERRORS, open_binary
+from ..parse.telemetry.memory import impossible_memory
 from ..parse.telemetry.nvsmi import APPS_COLUMNS, GPU_COLUMNS, NVSMI_APPS, NVSMI_GPU, read_nvsmi
 from ..parse.telemetry.prom import DCGM_FIELDS, DCGM_PREFIX, VLLM_PREFIX, Sample, dcgm_value, read_samples
 from ..parse.text.logline import LineClock
@@ -98,7 +99,7 @@ def ingest_prometheus(
         lines = (raw.decode("utf-8", errors="replace") for raw in handle)
         for item in read_samples(lines):
             scrape.take(item)
-    gpu = _insert(con, "gpu_samples", list(scrape.gpus.values()), scrape.GPU_ROW)
+    gpu = _insert(con, "gpu_samples", scrape.possible_gpu_rows(), scrape.GPU_ROW)
     engine = _insert(con, "engine_samples", scrape.engine, scrape.ENGINE_ROW)
     return gpu + engine, load.insert_rejects(con, source_id, scrape.rejects)
 
@@ -139,6 +140,19 @@ class _Scrape:
             self._dcgm(item)
         elif item.name.startswith(VLLM_PREFIX) and not item.name.endswith("_bucket"):
             self._vllm(item)
+
+    def possible_gpu_rows(self) -> list[dict[str, object]]:
+        """The GPU rows, less those whose memory no card can show (each a reject at the line of its first
+        field): DCGM's fields of one GPU and moment are only complete once the whole file is read."""
+        names = {field.column: name for name, field in DCGM_FIELDS.items()}
+        kept = []
+        for row in self.gpus.values():
+            reason = impossible_memory(row, names)
+            if reason is None:
+                kept.append(row)
+            else:
+                self.rejects.append(Reject(row["line"], reason, json.dumps(row, default=str)))  # type: ignore[arg-type]
+        return kept
 
     def _ts(self, sample: Sample) -> datetime | None:
         """The sample's time; None (and a reject) for a series repeated without timestamps."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -24,7 +25,7 @@ RECURRING_COLUMNS = frozenset({"name", "cron", "duration_minutes"})
 
 @dataclass(frozen=True, slots=True)
 class JobWindow:
-    """One run of a scheduled job; `hosts` None means every host."""
+    """One run of a scheduled job; `hosts` are selectors as written (names or globs), None means every host."""
 
     line: int
     name: str
@@ -51,14 +52,65 @@ def is_calendar(columns: list[str]) -> bool:
 
 
 def parse_hosts(value: object) -> tuple[str, ...] | None:
-    """`a;b`, `a,b`, `a|b`, `a b` or a JSON list; empty or `*` means every host (None)."""
+    """Host selectors as written: `a;b`, `a,b`, `a|b`, `a b` or a JSON list of exact names and shell globs
+    (`infer-b-*`, `a10-0[1-3]`); empty or `*` means every host (None). A selector that is no glob raises."""
     if value is None:
         return None
-    items = value if isinstance(value, list) else str(value).replace("|", ";").replace(",", ";").split(";")
-    if not isinstance(value, list) and len(items) == 1:
-        items = str(value).split()
-    hosts = tuple(h.strip() for h in map(str, items) if h.strip())
+    if isinstance(value, list):
+        items = [str(v) for v in value]
+    else:
+        items = _LIST_ITEM.findall(str(value))
+        if len(items) == 1:
+            items = _WORD_ITEM.findall(str(value))
+    hosts = tuple(h.strip() for h in items if h.strip())
+    for selector in hosts:
+        check_selector(selector)
     return None if not hosts or hosts == ("*",) else hosts
+
+
+# A `[...]` class is one piece of an item, so `a10-0[1,3]` stays one selector: separators split only outside it.
+_CLASS = r"\[!?\]?[^\]]*\]"
+_LIST_ITEM = re.compile(rf"(?:{_CLASS}|[^;,|])+")
+_WORD_ITEM = re.compile(rf"(?:{_CLASS}|\S)+")
+
+
+def check_selector(selector: str) -> None:
+    """Raise ValueError for a selector whose meaning as a glob is unclear.
+
+    Selectors are matched by DuckDB's GLOB, which agrees with `fnmatch.fnmatchcase` except where fnmatch
+    reads a pattern leniently: a `[` without its `]` (fnmatch: a literal `[`), a backslash (GLOB: an
+    escape) and a reversed range such as `[3-1]` (fnmatch drops it). Host names hold none of these, so a
+    selector with one is a typo: its row is rejected rather than matched one way or the other.
+    """
+    if "\\" in selector:
+        raise ValueError(f"host selector '{selector}' has a backslash; host names have none")
+    start = selector.find("[")
+    while start >= 0:
+        body = _class_body(selector, start)
+        if body is None:
+            raise ValueError(f"host selector '{selector}' has a [ without its ]")
+        reversed_range = _reversed_range(body)
+        if reversed_range:
+            raise ValueError(f"host selector '{selector}' has the empty range {reversed_range}")
+        start = selector.find("[", start + len(body) + 2)
+
+
+def _class_body(selector: str, start: int) -> str | None:
+    """What lies between the `[` at `start` and its `]` (a `]` first, or after `!`, is a member), or None."""
+    first = start + 1 + selector.startswith("!", start + 1)
+    first += selector.startswith("]", first)
+    end = selector.find("]", first)
+    return None if end < 0 else selector[start + 1 : end]
+
+
+def _reversed_range(body: str) -> str | None:
+    """The first range `x-y` of a class body with x after y (`3-1`), found the way fnmatch reads ranges."""
+    dash = body.find("-", 2 if body.startswith("!") else 1)
+    while 0 <= dash < len(body) - 1:
+        if body[dash - 1] > body[dash + 1]:
+            return body[dash - 1 : dash + 2]
+        dash = body.find("-", dash + 3)
+    return None
 
 
 def read_calendar(path: str | Path, tz: str | None = None) -> Iterator[JobWindow | JobRule | Reject]:

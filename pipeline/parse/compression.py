@@ -9,7 +9,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import zstandard
 
@@ -69,8 +69,7 @@ def open_counted(path: str | Path) -> Iterator[tuple[BinaryIO, Callable[[], int]
         elif kind == "xz":
             stream = lzma.LZMAFile(raw)  # type: ignore[assignment]  # noqa: SIM115 - closed below
         else:
-            reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=False)
-            stream = io.BufferedReader(reader, 1 << 20)  # type: ignore[arg-type]
+            stream = _zstd_reader(raw, close_raw=False)
         with stream:
             yield stream, raw.tell
 
@@ -83,9 +82,7 @@ def open_binary(path: str | Path) -> BinaryIO:
     if kind == "xz":
         return lzma.open(path, "rb")  # type: ignore[return-value]
     if kind == "zstd":
-        raw = open(path, "rb")  # noqa: SIM115 - closed with the reader
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
-        return io.BufferedReader(reader, 1 << 20)  # type: ignore[arg-type]  # adds readline, iteration
+        return _zstd_reader(open(path, "rb"), close_raw=True)
     return open(path, "rb")
 
 
@@ -93,3 +90,59 @@ def read_head(path: str | Path, size: int = 65536) -> bytes:
     """Up to `size` decompressed bytes from the start of the file."""
     with open_binary(path) as handle:
         return handle.read(size)
+
+
+def _zstd_reader(raw: BinaryIO, *, close_raw: bool) -> BinaryIO:
+    """A buffered zstd stream (readline, iteration) that ends in EOFError at a truncated frame."""
+    return io.BufferedReader(_StrictZstd(raw, close_raw), _CHUNK)
+
+
+_CHUNK = 1 << 20
+_TRUNCATED = "Compressed file ended before the end-of-stream marker was reached"
+
+
+class _StrictZstd(io.RawIOBase):
+    """zstd frames decoded one after another. zstandard's own stream reader ends quietly where a file was cut
+    off, so a truncated file would read as a shorter (or empty) one; this raises EOFError there instead, with
+    the message gzip and xz give."""
+
+    def __init__(self, raw: BinaryIO, close_raw: bool) -> None:
+        self._raw = raw
+        self._close_raw = close_raw
+        self._frame = zstandard.ZstdDecompressor().decompressobj()
+        self._in_frame = False  # input fed to the current frame that has not reached its end yet
+        self._out = b""
+        self._at = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        """Copy decoded bytes into `buffer`, decoding more input when none is pending; 0 at the end."""
+        while self._at >= len(self._out):
+            chunk = self._raw.read(_CHUNK)
+            if not chunk:
+                if self._in_frame:
+                    raise EOFError(_TRUNCATED)
+                return 0
+            self._out, self._at = self._decode(chunk), 0
+        count = min(len(buffer), len(self._out) - self._at)
+        buffer[:count] = self._out[self._at : self._at + count]
+        self._at += count
+        return count
+
+    def _decode(self, data: bytes) -> bytes:
+        """Decode `data`, starting a new frame where one ends (files may hold several)."""
+        parts = []
+        while data:
+            if self._frame.eof:
+                self._frame = zstandard.ZstdDecompressor().decompressobj()
+            parts.append(self._frame.decompress(data))
+            self._in_frame = not self._frame.eof
+            data = self._frame.unused_data if self._frame.eof else b""
+        return b"".join(parts)
+
+    def close(self) -> None:
+        if self._close_raw:
+            self._raw.close()
+        super().close()

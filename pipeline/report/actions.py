@@ -42,14 +42,20 @@ def action(finding: Finding, site: dict[str, Any] | None = None) -> str:
                 f" ({finding.window.recurring})" if finding.window and finding.window.recurring else ""
             )
         case "fragmentation":
-            return f"Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True on {m.get('instance', subject)}"
+            return f"Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True on {_where(finding)}"
         case "sizing":
-            return f"Resize {m.get('instance', subject)} ({m.get('card', 'its card')}): {m.get('action', 'review')}"
+            return f"Resize {_where(finding)} ({m.get('card', 'its card')}): {m.get('action', 'review')}"
         case "external_pressure":
             return f"Give the service a GPU of its own on {', '.join(m.get('hosts') or [subject])}"
         case "forecast":
-            return f"Act on {subject} before it reaches 95 % of its card"
+            return f"Act on {_where(finding, subject)} before it reaches 95 % of its card"
         case "periodic_window":
             return f"Find what runs during {finding.window.recurring if finding.window else subject}"
         case _:
             return finding.advice.split(";")[0].split(". ")[0]
+
+
+def _where(finding: Finding, default: object = None) -> str:
+    """The hosts a finding is about: a group's (findings.grouping), else `default` (its instance)."""
+    m = finding.metrics
+    return ", ".join(m["hosts"]) if m.get("per_host") else str(default or m.get("instance", finding.subject))

@@ -11,11 +11,14 @@ import duckdb
 
 from ..analyses.snapshot.leaks import leak_suspects
 from ..analyses.snapshot.ooms import oom_moments
+from ..analyses.snapshot.series import instance_series, series_dict
 from ..analyses.snapshot.state import snapshot_state, would_fit
 from ..analyses.snapshot.timeline import timeline
+from .formatting import file_name
 from .snapshots import snapshots_in_window, top_sites
 
 SUSPECTS = 5
+GROWTH_SITES = 8
 
 
 def snapshot_view(
@@ -25,15 +28,30 @@ def snapshot_view(
     if snapshot_id is None:
         return None
     info = next(s for s in snapshots_in_window(con, None, None) if s["snapshot_id"] == snapshot_id)
+    series = instance_series(con, snapshot_id)
     return {
         "info": info,
         "state": asdict(snapshot_state(con, snapshot_id)),
         "fit": asdict(would_fit(con, snapshot_id, requested_bytes)) if requested_bytes else None,
         "ooms": [asdict(m) for m in oom_moments(con, snapshot_id)],
         "top_sites": top_sites(con, [snapshot_id]),
-        "leak_suspects": leak_suspects(con, snapshot_id).head(SUSPECTS).to_dicts(),
+        "leak_suspects": leak_suspects(con, snapshot_id, series=series).head(SUSPECTS).to_dicts(),
+        "growth": _growth(con, series),
         "timeline": _replayed(con, snapshot_id),
     }
+
+
+def _growth(con: duckdb.DuckDBPyConnection, series: list[int]) -> dict[str, Any] | None:
+    """Each site's live bytes in every snapshot of the instance up to this one, oldest first (None with one):
+    the snapshots by file name and time, the sites that changed most."""
+    growth = series_dict(con, series, GROWTH_SITES)
+    if growth is None:
+        return None
+    for snapshot in growth["snapshots"]:
+        snapshot["file"] = file_name(snapshot.pop("path"))
+        last = snapshot["last_time_us"]
+        snapshot["taken_at"] = None if last is None else _at(last)
+    return growth
 
 
 def _replayed(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> dict[str, Any] | None:

@@ -8,6 +8,7 @@ from typing import Any
 import duckdb
 
 from ..analyses.snapshot.leaks import leak_suspects
+from ..analyses.snapshot.series import instance_series
 from ..load.sql import sql_text
 from .formatting import file_name
 
@@ -33,15 +34,18 @@ def top_sites(con: duckdb.DuckDBPyConnection, snapshot_ids: list[int], top: int 
 
 
 def leak_site(con: duckdb.DuckDBPyConnection, instances: list[str]) -> dict[str, Any] | None:
-    """The strongest leak suspect in the newest snapshot of any of `instances`, or None."""
+    """The strongest leak suspect in the newest snapshot of any of `instances` (judged with the earlier ones
+    of its instance), or None."""
     for snapshot in snapshots_in_window(con, None, None):
         if snapshot["instance"] in instances:
-            suspects = leak_suspects(con, snapshot["snapshot_id"])
+            snapshot_id = snapshot["snapshot_id"]
+            suspects = leak_suspects(con, snapshot_id, series=instance_series(con, snapshot_id))
             if not suspects.is_empty():
                 best = suspects.row(0, named=True)
                 return {
                     "site": best["site"],
                     "live_bytes": best["live_bytes"],
+                    "confidence": best["confidence"],
                     "file": snapshot["file"],
                     "snapshot_id": snapshot["snapshot_id"],
                 }

@@ -18,6 +18,7 @@ from ..analyses.shared import shared_results
 from ..analyses.window import utc_naive
 from ..errors import OomlabError
 from ..findings.collect import collect_findings
+from ..findings.data_quality import data_quality_note
 from ..findings.finding import Finding
 from ..load.sql import sql_text
 from .actions import finding_entries
@@ -92,6 +93,7 @@ def _document(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> dict[str,
         "previous_window": {"since": window.previous[0].isoformat(), "until": window.previous[1].isoformat()},
         "data_range": {k: v.isoformat() if v else None for k, v in data_range(con).items()},
         "headline": headline(con, window),
+        "data_quality": data_quality_json(con),
         "findings": finding_entries(con, found),
         "heatmap": heatmap(con, window),
         "jobs": job_windows(con, window, found),
@@ -102,6 +104,12 @@ def _document(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> dict[str,
         "snapshots": snapshots,
         "top_sites": top_sites(con, [s["snapshot_id"] for s in snapshots]),
     }
+
+
+def data_quality_json(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
+    """The data-quality note the findings section opens with (findings/data_quality.py), or None."""
+    note = data_quality_note(con)
+    return None if note is None else note.to_json()
 
 
 def headline(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> list[dict[str, Any]]:
@@ -134,24 +142,37 @@ def heatmap(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> dict[str, A
 
 
 def job_windows(con: duckdb.DuckDBPyConnection, window: ReportWindow, found: list[Finding]) -> list[dict[str, Any]]:
-    """Scheduled jobs that ran in the window: their recurring windows and whether a finding blames them."""
+    """Scheduled jobs that ran in the window (their recurring windows, the hosts their calendar selectors
+    matched, whether a finding blames them), then jobs whose selectors matched no instance at all."""
     blamed = {f.metrics.get("name") for f in found if f.kind == "scheduled_job"}
-    out = []
-    for name, schedule in sorted(jobs.schedules(con, window.since, window.until).items()):
+    hosts = {row["name"]: row for row in jobs.job_hosts(con).to_dicts()}
+    plans = jobs.schedules(con, window.since, window.until)
+    out = [_job_entry(name, schedule, hosts.get(name, {}), name in blamed) for name, schedule in sorted(plans.items())]
+    for name, row in sorted(hosts.items()):
+        if name not in plans and not row["hosts_matched"]:
+            out.append(_job_entry(name, None, row, False))
+    return out
+
+
+def _job_entry(name: str, schedule: jobs.Schedule | None, hosts: dict[str, Any], blamed: bool) -> dict[str, Any]:
+    """One job of the jobs section; without a schedule (no host matched) it has no runs and no spans."""
+    entry: dict[str, Any] = {
+        "name": name,
+        "schedule": None,
+        "runs": None,
+        "blamed": blamed,
+        "weekdays": [],
+        "spans": [],
+    }
+    if schedule is not None:
         one_off = schedule.runs == 1 and schedule.first_start is not None
         weekdays = [schedule.first_start.isoweekday()] if one_off else _weekdays(schedule.text)
-        spans = [_hours(text) for text in schedule.windows]
-        out.append(
-            {
-                "name": name,
-                "schedule": schedule.text,
-                "runs": schedule.runs,
-                "blamed": name in blamed,
-                "weekdays": weekdays,
-                "spans": spans,
-            }
-        )
-    return out
+        entry |= {"schedule": schedule.text, "runs": schedule.runs, "weekdays": weekdays}
+        entry["spans"] = [_hours(text) for text in schedule.windows]
+    entry["selectors"] = hosts.get("selectors", [])
+    entry["hosts"] = hosts.get("hosts_matched", [])
+    entry["unmatched_selectors"] = hosts.get("unmatched_selectors", [])
+    return entry
 
 
 def _weekdays(text: str) -> list[int]:

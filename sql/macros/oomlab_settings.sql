@@ -24,9 +24,11 @@ CREATE OR REPLACE MACRO MIN_BUCKET_US() AS 1000;
 -- A restart is measured against the lowest baseline of this many buckets before: one bucket whose requests
 -- kept a temporary tensor alive does not raise the level a restart is measured against.
 CREATE OR REPLACE MACRO BASELINE_LOOKBACK_BUCKETS() AS 5;
--- The allocated level fell below this share of that baseline: a restart frees everything, a request never
--- frees what the requests before it left (a quarter of the baseline is far more than request jitter).
-CREATE OR REPLACE MACRO BASELINE_DROP_SHARE() AS 0.75;
+-- A restart: the allocated level fell back at least this share of the way from that baseline to what a fresh
+-- process of the version holds (its lowest baseline so far). A restart frees all a leak piled up and returns
+-- to about the fresh level (share ~1); a request never frees what the requests before it left, so no fall
+-- happens without one. Half the way leaves room for a fresh process that warms up a little higher.
+CREATE OR REPLACE MACRO RESTART_RETURN_SHARE() AS 0.5;
 -- ... and by at least 64 MiB, so that the jitter of a small baseline is no restart.
 CREATE OR REPLACE MACRO BASELINE_DROP_MIN_BYTES() AS 67108864;
 -- An instance that logged nothing this long was restarted or down: its next request starts a new process
@@ -77,3 +79,14 @@ CREATE OR REPLACE MACRO RECENT_NEEDS_DAYS() AS 7;
 -- ... at a daily rate taken over at least this many seconds: requests seconds apart are no rate of millions
 -- a day.
 CREATE OR REPLACE MACRO MIN_RATE_SPAN_S() AS 3600;
+
+-- fct_request_flags: values a request log may hold but no real service logs, kept and flagged (not set aside).
+-- A device_total below this (512 MiB) is no card an LLM is served from: the smallest vGPU profile has 1 GB, and
+-- a card's size in MiB or KiB taken for bytes (24 GiB as 24576 or 25165824) lands far below it.
+CREATE OR REPLACE MACRO CARD_MIN_BYTES() AS 536870912;
+-- ... above this (4 TiB) neither: four times the largest accelerator announced (1 TB), while a size counted 1024
+-- times too large (KiB taken for bytes, a MiB figure scaled twice) lands above it for any card over 4 GiB.
+CREATE OR REPLACE MACRO CARD_MAX_BYTES() AS 4398046511104;
+-- A latency above a day: even a million generated tokens at 12 tokens a second, far below any GPU's decode
+-- rate for one sequence, finish within it; such a value is a timestamp or a unit slip, not a request's time.
+CREATE OR REPLACE MACRO IMPLAUSIBLE_LATENCY_MS() AS 86400000;

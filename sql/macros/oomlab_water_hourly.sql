@@ -45,6 +45,9 @@ telemetry AS (
     SELECT instance, gpu_index, date_trunc('hour', ts) AS hour, min(memory_free_bytes) AS telemetry_min_free_bytes
     FROM stg_gpu_samples
     WHERE (since IS NULL OR ts >= since) AND (until IS NULL OR ts < until)
+      -- a sample using more than its card (an earlier version loaded it) is left out, as stg_gpu_samples
+      -- leaves out its level: its free memory is no reading of the card either
+      AND NOT coalesce(memory_used_bytes > memory_total_bytes, false)
     GROUP BY ALL
 ),
 measured AS (

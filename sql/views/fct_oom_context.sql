@@ -17,7 +17,9 @@ SELECT
     o.request_id,
     o.requested_bytes,
     o.free_bytes,
-    coalesce(r.device_total, l.device_total, o.total_capacity_bytes) AS device_total_bytes,
+    -- the event's own total only where its sizes agree with it (stg_oom_events.contradiction)
+    coalesce(r.device_total, l.device_total, CASE WHEN o.contradiction IS NULL THEN o.total_capacity_bytes END)
+        AS device_total_bytes,
     coalesce(o.allowed_bytes, l.cap_bytes) AS cap_bytes,
     coalesce(o.allocated_by_pytorch_bytes, o.already_allocated_bytes) AS allocated_bytes,
     coalesce(o.reserved_bytes, o.allocated_by_pytorch_bytes + o.reserved_unallocated_bytes) AS reserved_bytes,

@@ -18,7 +18,8 @@ WITH served AS (
     SELECT
         instance,
         coalesce(gpu_index, 0) AS gpu_index,
-        max(total_capacity_bytes) AS message_total_bytes,
+        -- a message whose sizes contradict its total (stg_oom_events.contradiction) sets no device size
+        max(total_capacity_bytes) FILTER (WHERE contradiction IS NULL) AS message_total_bytes,
         max(allowed_bytes) AS cap_bytes
     FROM stg_oom_events
     WHERE instance IS NOT NULL

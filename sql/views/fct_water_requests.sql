@@ -5,6 +5,10 @@
 -- A lifetime starts at the first request, at a model version change (a deploy restarts the process) or
 -- where allocated memory drops well below what the previous request left (a restart: inside one process,
 -- allocated_before continues allocated_after).
+-- Levels are fractions of the card and never above 1: ingest sets aside rows with sizes no device can have
+-- (sql/macros/oomlab_request_impossible.sql), and a row that still has them (loaded by an earlier version) is
+-- left out here, not capped: its numbers are no reading of the card, and a capped level would show a full card
+-- nobody saw (and fire the 95 % alert). The data-quality note counts these rows (q_data_quality).
 CREATE OR REPLACE VIEW fct_water_requests AS
 WITH ordered AS (
     SELECT
@@ -39,6 +43,10 @@ WITH ordered AS (
             false) AS starts_lifetime
     FROM stg_requests AS r
     WHERE r.device_total > 0 AND r.instance IS NOT NULL
+      AND oomlab_request_possible(
+              r.gpu_index, r.latency_ms, r.batch_size, r.input_sequence_length, r.output_sequence_length,
+              r.requested_size, r.available_memory, r.allocator_allocated, r.reserved_memory, r.allocated_before,
+              r.allocated_after, r.reserved_before, r.reserved_after, r.peak_allocated, r.device_total)
     WINDOW w AS (PARTITION BY r.instance, r.gpu_index ORDER BY r.ts)
 )
 SELECT

@@ -1,7 +1,10 @@
 -- gpu_samples as the analyses read them: the device index defaults to 0 (a source that names no GPU saw one),
 -- the card's total is derived where the source states only used and free (DCGM's default fields: used + free
 -- + reserved), free where it states only used and total, and `level` is used / total: what the driver sees
--- held on the card, by every process with its context.
+-- held on the card, by every process with its context. Ingest sets aside samples whose used exceeds their
+-- total (parse/telemetry/memory.py); a row that still does (loaded by an earlier version) gets no level rather
+-- than one capped at 1: a reading above the card is no reading of the card, and capping it would draw a full
+-- card nobody saw. The data-quality note counts these rows (q_data_quality).
 CREATE OR REPLACE VIEW stg_gpu_samples AS
 WITH derived AS (
     SELECT
@@ -16,5 +19,5 @@ SELECT
         total_bytes AS memory_total_bytes,
         coalesce(memory_free_bytes,
                  total_bytes - memory_used_bytes - coalesce(memory_reserved_bytes, 0)) AS memory_free_bytes),
-    memory_used_bytes / nullif(total_bytes, 0) AS level
+    CASE WHEN memory_used_bytes <= total_bytes THEN memory_used_bytes / nullif(total_bytes, 0) END AS level
 FROM derived;

@@ -107,6 +107,32 @@ def test_a_job_whose_control_hosts_show_the_same_excess_is_not_blamed() -> None:
     assert scheduled_job.findings(con) == []
 
 
+def test_glob_selectors_select_the_same_hosts_as_their_names(tiny) -> None:
+    globbed = tiny_fleet(SPIKE, [("backup", 180, 240, ["h[12]"]), ("decoy", 720, 750, ["h?"])])
+    for name in ("backup", "decoy"):
+        by_glob = jobs.host_effects(globbed).filter(pl.col("name") == name)
+        assert by_glob.equals(jobs.host_effects(tiny).filter(pl.col("name") == name))
+    row = jobs.job_effects(globbed).filter(pl.col("name") == "backup").row(0, named=True)
+    assert (row["selectors"], row["hosts_matched"], row["unmatched_selectors"]) == (["h[12]"], ["h1", "h2"], [])
+    assert row["hosts"] == ["h1", "h2"] and row["control_hosts"] == ["h3"] and row["verdict"] == "reported"
+
+
+def test_a_selector_matching_no_instance_is_said_and_makes_no_control() -> None:
+    con = tiny_fleet(SPIKE, [("backup", 180, 240, ["h1", "gpu-*"]), ("ghost", 180, 240, ["infer-b-*"])])
+    # no host of ghost's is in the data: no instance is known to be without it, so none is its control
+    assert jobs.host_effects(con).filter(pl.col("name") == "ghost").is_empty()
+    effects = {r["name"]: r for r in jobs.job_effects(con).to_dicts()}
+    ghost = effects["ghost"]
+    assert ghost["verdict"] == "no host matched" and ghost["unmatched_selectors"] == ["infer-b-*"]
+    assert ghost["hosts"] == [] and ghost["control_hosts"] == [] and ghost["ooms_in"] == 0
+    backup = effects["backup"]  # the selector that matches counts; the other is said
+    assert backup["hosts"] == ["h1"] and backup["control_hosts"] == ["h2", "h3"]
+    assert backup["unmatched_selectors"] == ["gpu-*"] and backup["verdict"] == "reported"
+    (finding,) = scheduled_job.findings(con)
+    assert finding.metrics["unmatched_selectors"] == ["gpu-*"]
+    assert finding.evidence.endswith(" Calendar host gpu-* matched no instance.")
+
+
 def test_rate_tests_on_known_numbers() -> None:
     assert rate_ratio_p(0, 10.0, 5, 90.0) == 1.0
     assert rate_ratio_p(5, 10.0, 5, 90.0) == pytest.approx(stats.binom.sf(4, 10, 0.1))

@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 
 from oomlab.analyses.snapshot.inspect import diff_snapshots, inspect_database, inspect_snapshot
+from oomlab.analyses.snapshot.leaks import SUSPECT_COLUMNS
 from oomlab.load.snapshot import SnapshotLabels, insert_snapshot
 from oomlab.load.sql import apply_schema
 
@@ -36,6 +37,8 @@ DOCUMENTED_KEYS = {
     "pools",
     "top_sites",
     "leak_suspects",
+    "leak_basis",
+    "series",
     "oom_events",
     "timeline",
 }
@@ -72,7 +75,7 @@ def test_inspect_serve_leak_names_the_suspect() -> None:
     result = inspect_snapshot(snapshot_path("serve_leak"), top=3)
     assert len(result["top_sites"]) == 3
     assert result["leak_suspects"][0]["site"].startswith("transformers/cache_utils.py:update:14")
-    assert {"site", "growth_bytes", "live_bytes"} <= set(result["leak_suspects"][0])
+    assert set(result["leak_suspects"][0]) == set(SUSPECT_COLUMNS)
     assert [o["cause"] for o in result["oom_events"]] == ["per_process_cap", "per_process_cap"]
     assert result["timeline"]["event_count"] == 60000
     assert "fit" not in result
@@ -118,11 +121,11 @@ def test_inspect_a_snapshot_without_trace(tmp_path: Path) -> None:
     path.write_bytes(pickle.dumps(raw_case("serve_leak")["segments"], protocol=2))
     result = inspect_snapshot(path)
     assert result["legacy_shapes"] == ["bare_segment_list"]
-    assert (result["trace_events"], result["timeline"], result["leak_suspects"], result["oom_events"]) == (
-        0,
-        None,
-        [],
-        [],
-    )
+    assert (result["trace_events"], result["timeline"], result["oom_events"]) == (0, None, [])
+    # no trace, so no growth to see: the KV cache is still named, by its pile of blocks, and less surely
+    assert result["leak_basis"] == {"trace": "none", "snapshots": 1, "no_stack_bytes": 0}
+    top = result["leak_suspects"][0]
+    assert top["site"].startswith("transformers/cache_utils.py:update:14") and top["confidence"] == 0.75
+    assert (top["growth_bytes"], top["window_steps"]) == (0, 0)
     assert result["allocated_bytes"] == 4930370560
     assert result["top_sites"][0]["site"].startswith("transformers/cache_utils.py:update:14")

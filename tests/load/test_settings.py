@@ -85,7 +85,7 @@ def test_the_views_apply_the_settings(db: Path) -> None:
     con = connect(db)
     try:
         sql = {name: text for name, text in con.execute("SELECT view_name, sql FROM duckdb_views()").fetchall()}
-        assert "BASELINE_DROP_SHARE()" in sql["fct_request_baselines"].upper()
+        assert "RESTART_RETURN_SHARE()" in sql["fct_request_baselines"].upper()
         assert con.execute("SELECT ALERT_LEVELS()[3], WEEK_ORIGIN()").fetchone() == (0.95, settings.WEEK_ORIGIN)
     finally:
         con.close()

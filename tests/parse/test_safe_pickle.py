@@ -5,11 +5,15 @@ from __future__ import annotations
 import gzip
 import pickle
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import zstandard
 
-from oomlab.errors import InputError, UnsafePickleError
+from oomlab.errors import EmptyInputError, InputError, UnsafePickleError
+from oomlab.parse.compression import open_binary
+from oomlab.parse.detect import detect_kind
 from oomlab.parse.snapshot.read import read_snapshot
 from oomlab.parse.snapshot.safe_pickle import load_plain_pickle, loads_plain_pickle
 
@@ -130,6 +134,56 @@ def test_a_truncated_gzip_file_is_an_input_error(tmp_path: Path) -> None:
     path.write_bytes(compressed[: len(compressed) // 2])
     with pytest.raises(InputError, match=r"cut\.pickle\.gz: truncated or corrupt gzip data"):
         load_plain_pickle(path)
+
+
+def _zstd_snapshot() -> bytes:
+    """The real fragmentation snapshot, recompressed with zstd as `zstd snapshot.pickle` writes it."""
+    return zstandard.ZstdCompressor().compress(_plain_bytes())
+
+
+@pytest.mark.parametrize(
+    ("suffix", "cut", "in_head"),
+    [
+        (".pickle.gz", lambda: snapshot_path("fragmentation", "snapshot_fragmented_oom").read_bytes()[:50], True),
+        (".pickle.gz", lambda: snapshot_path("fragmentation", "snapshot_fragmented_oom").read_bytes()[:-9], False),
+        (".pickle.zst", lambda: _zstd_snapshot()[:40], True),  # not one decoded byte: it used to read as empty
+        (".pickle.zst", lambda: _zstd_snapshot()[:-3], False),
+    ],
+    ids=["gzip-in-the-head", "gzip-at-the-end", "zstd-in-the-head", "zstd-at-the-end"],
+)
+def test_a_truncated_compressed_snapshot_is_an_error_not_an_empty_snapshot(
+    tmp_path: Path, suffix: str, cut: Callable[[], bytes], in_head: bool
+) -> None:
+    """The real snapshot's compressed bytes cut off: reading it fails with one line that names the file and
+    the truncation (a cut inside the first decoded bytes used to escape as EOFError, a cut zstd frame used to
+    decode quietly to less, or to nothing). Ingest's kind detection reads only the head: a cut there fails it
+    too (it used to call the file empty and skip it), a cut further on is a snapshot whose read then fails."""
+    path = tmp_path / f"cut{suffix}"
+    path.write_bytes(cut())
+    kind = "gzip" if suffix.endswith("gz") else "zstd"
+    with pytest.raises(InputError) as failed:
+        read_snapshot(path)
+    message = str(failed.value)
+    assert message.startswith(f"{path}: truncated or corrupt {kind} data: Compressed file ended")
+    assert "\n" not in message
+    if not in_head:
+        assert detect_kind(path) == "snapshot"
+        return
+    with pytest.raises(InputError) as detected:
+        detect_kind(path)
+    assert not isinstance(detected.value, EmptyInputError)
+    assert (
+        str(detected.value) == f"{path}: cannot read: Compressed file ended before the end-of-stream marker was reached"
+    )
+
+
+def test_the_strict_zstd_reader_reads_every_frame_of_a_whole_file(tmp_path: Path) -> None:
+    path = tmp_path / "two-frames.pickle.zst"
+    path.write_bytes(_zstd_snapshot() + zstandard.ZstdCompressor().compress(b"tail"))
+    with open_binary(path) as stream:
+        assert stream.read() == _plain_bytes() + b"tail"
+    path.write_bytes(_zstd_snapshot())
+    assert read_snapshot(path).meta.trace_event_count == 1353
 
 
 @pytest.mark.parametrize("seed", range(5))

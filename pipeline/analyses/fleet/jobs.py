@@ -1,11 +1,13 @@
 """Scheduled jobs as OOM causes: the OOM rate inside each job's windows against outside, per host.
 
+A job runs on the instances its calendar's host selectors (exact names or globs, `fct_job_hosts`) match.
 For every job of `job_occurrences` and every instance it runs on, OOMs inside its windows are compared with
 OOMs outside, normalised by the instance's own traffic (`fct_job_minutes`): an exact two-rate test (Holm
 over all job x host pairs), the lift (rate inside / rate outside) and the excess OOMs. Instances the job
 does not run on, over the same windows, are the control: if they show the same excess, the time of day is
 to blame, not the job. Instances known only from text logs are compared against the fleet's traffic
-profile (`fct_traffic_exposure`); their rates per 1,000 requests are left null.
+profile (`fct_traffic_exposure`); their rates per 1,000 requests are left null. A job whose selectors match
+no instance with traffic is not tested and has no control: every other host might be the one it meant.
 """
 
 from __future__ import annotations
@@ -167,27 +169,41 @@ def _cadence(starts: list[datetime]) -> str:
     return f"on {len(starts)} days"
 
 
+@shared()
+def job_hosts(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """One row per job: `selectors` (its calendar hosts as written; empty: every host), `hosts_matched`
+    (every instance the database knows that they match) and `unmatched_selectors` (those matching none)."""
+    return con.sql(sql_text("q_job_hosts")).pl()
+
+
 def job_effects(
     con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
 ) -> pl.DataFrame:
     """One row per job: its schedule, the pooled test on its hosts, the affected hosts and the control.
 
     Columns: `name`, `schedule`, `windows_utc` (list of "HH:MM-HH:MM"), `runs`, `first_start`, `last_end`,
-    `hosts` (instances it runs on), `hosts_affected`, `hosts_not_affected`, `ooms_in`, `expected_in`,
+    `selectors` (the calendar's host selectors as written), `hosts_matched` (every known instance they
+    match), `unmatched_selectors` (selectors matching no instance), `hosts` (matched instances with traffic,
+    tested), `hosts_without_traffic` (matched, nothing to test), `hosts_affected`, `hosts_not_affected`,
+    `ooms_in`, `expected_in`,
     `lift` (Mantel-Haenszel rate ratio over its hosts), `p_value` (pooled over its hosts), `excess_ooms`
     (on affected hosts: OOMs inside minus what their outside rate predicts), `control_hosts`,
     `control_lift`, `control_p_value`, `rate_in_per_1k` / `rate_out_per_1k` (affected hosts with a request
     log, pooled), `affected_detail` (per affected host: its rates, lift and adjusted p), `verdict`
-    ('reported', 'no OOMs inside', 'not significant', 'control also elevated').
+    ('reported', 'no OOMs inside', 'not significant', 'control also elevated', 'no host matched': no
+    selector matches an instance, 'no traffic on its hosts'). A job without tested hosts has no control
+    either (see fct_job_windows).
     """
-    return _effects(host_effects(con, since, until), schedules(con, since, until))
+    return _effects(host_effects(con, since, until), schedules(con, since, until), job_hosts(con))
 
 
-def _effects(hosts: pl.DataFrame, plans: dict[str, Schedule]) -> pl.DataFrame:
-    """`job_effects` from the host rows and the schedules."""
+def _effects(hosts: pl.DataFrame, plans: dict[str, Schedule], matched: pl.DataFrame) -> pl.DataFrame:
+    """`job_effects` from the host rows, the schedules and the jobs' matched hosts."""
+    selectors = {row["name"]: row for row in matched.to_dicts()}
+    tested = hosts["name"].unique(maintain_order=True).to_list()
+    names = [*tested, *sorted(set(selectors) - set(tested))]
     rows = [
-        _job_row(name, hosts.filter(pl.col("name") == name), plans.get(name))
-        for name in hosts["name"].unique(maintain_order=True)
+        _job_row(name, hosts.filter(pl.col("name") == name), plans.get(name), selectors.get(name, {})) for name in names
     ]
     return pl.DataFrame(rows, schema=_JOB_SCHEMA)
 
@@ -199,7 +215,11 @@ _JOB_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "runs": pl.Int64,
     "first_start": pl.Datetime("us"),
     "last_end": pl.Datetime("us"),
+    "selectors": pl.List(pl.Utf8),
+    "hosts_matched": pl.List(pl.Utf8),
+    "unmatched_selectors": pl.List(pl.Utf8),
     "hosts": pl.List(pl.Utf8),
+    "hosts_without_traffic": pl.List(pl.Utf8),
     "hosts_affected": pl.List(pl.Utf8),
     "hosts_not_affected": pl.List(pl.Utf8),
     "ooms_in": pl.Int64,
@@ -217,7 +237,7 @@ _JOB_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
 }
 
 
-def _job_row(name: str, hosts: pl.DataFrame, plan: Schedule | None) -> dict:
+def _job_row(name: str, hosts: pl.DataFrame, plan: Schedule | None, matched: dict) -> dict:
     """Pool one job's host rows into its verdict."""
     own = hosts.filter(pl.col("on_job_host"))
     control = hosts.filter(~pl.col("on_job_host"))
@@ -231,7 +251,11 @@ def _job_row(name: str, hosts: pl.DataFrame, plan: Schedule | None) -> dict:
         "runs": plan.runs if plan else 0,
         "first_start": plan.first_start if plan else None,
         "last_end": plan.last_end if plan else None,
+        "selectors": matched.get("selectors", []),
+        "hosts_matched": matched.get("hosts_matched", []),
+        "unmatched_selectors": matched.get("unmatched_selectors", []),
         "hosts": own["instance"].to_list(),
+        "hosts_without_traffic": sorted(set(matched.get("hosts_matched", [])) - set(own["instance"])),
         "hosts_affected": affected["instance"].to_list(),
         "hosts_not_affected": own.filter(~pl.col("affected"))["instance"].to_list(),
         "ooms_in": int(own["ooms_in"].sum()),
@@ -281,6 +305,8 @@ def _excess(row: dict) -> float:
 
 def _verdict(row: dict) -> str:
     """Why a job is, or is not, reported."""
+    if not row["hosts"]:
+        return "no traffic on its hosts" if row["hosts_matched"] else "no host matched"
     if row["ooms_in"] == 0:
         return "no OOMs inside"
     if not row["hosts_affected"]:

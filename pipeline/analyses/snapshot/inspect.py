@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -10,11 +11,13 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from ...errors import InputError
 from ...load.snapshot import insert_snapshot, inspect_connection
 from ...load.sql import apply_schema
 from ...parse.snapshot.read import read_snapshot
-from .leaks import leak_suspects
+from .leaks import SUSPECT_COLUMNS, leak_judgement
 from .ooms import oom_moments
+from .series import order_snapshots, series_dict
 from .sites import allocation_sites, diff_segments, diff_sites
 from .state import pool_states, snapshot_state, would_fit
 from .timeline import timeline
@@ -47,16 +50,26 @@ _TIMELINE_KEYS = (
 
 
 def inspect_snapshot(
-    path: str | Path,
+    paths: str | Path | Sequence[str | Path],
     requested_bytes: int | None = None,
     *,
     top: int = 10,
     device_total_bytes: int | None = None,
 ) -> dict[str, Any]:
-    """Read one snapshot into an in-memory database and return every analysis (docs/schema_snapshots.md)."""
-    con = inspect_connection(read_snapshot(path))
+    """Read one snapshot, or several of one process, into an in-memory database and return every analysis of
+    the newest (docs/schema.md); several are ordered oldest first by their trace times (else as given), and
+    the growth across them is judged and returned as `series`."""
+    files = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    if not files:
+        raise InputError("snapshot inspect", "no snapshot file given", hint="name one or more snapshot files")
+    con = inspect_connection(read_snapshot(files[0]))
     try:
-        return inspect_database(con, 1, requested_bytes, top=top, device_total_bytes=device_total_bytes)
+        for snapshot_id, path in enumerate(files[1:], start=2):
+            insert_snapshot(con, read_snapshot(path), snapshot_id)
+        ordered = order_snapshots(con, range(1, len(files) + 1))
+        return inspect_database(
+            con, ordered[-1], requested_bytes, top=top, device_total_bytes=device_total_bytes, series=ordered
+        )
     finally:
         con.close()
 
@@ -68,8 +81,10 @@ def inspect_database(
     *,
     top: int = 10,
     device_total_bytes: int | None = None,
+    series: Sequence[int] = (),
 ) -> dict[str, Any]:
-    """The `inspect` dict for a snapshot already in a database (ingested or in memory)."""
+    """The `inspect` dict for a snapshot already in a database (ingested or in memory); `series`: snapshots
+    of the same process, oldest first, ending with this one, whose growth the leak judgement weighs."""
     state = snapshot_state(con, snapshot_id)
     meta = (
         con.sql(
@@ -94,7 +109,10 @@ def inspect_database(
     )
     result["pools"] = pool_states(con, snapshot_id).to_dicts()
     result["top_sites"] = _top_sites(con, snapshot_id, top)
-    result["leak_suspects"] = _suspects(con, snapshot_id, top)
+    suspects, basis = leak_judgement(con, snapshot_id, series=series)
+    result["leak_suspects"] = _suspect_dicts(suspects, top)
+    result["leak_basis"] = {"trace": basis.trace, "snapshots": basis.snapshots, "no_stack_bytes": basis.no_stack_bytes}
+    result["series"] = series_dict(con, series, top)
     result["oom_events"] = [_oom_dict(m) for m in oom_moments(con, snapshot_id, device_total_bytes)]
     replay = timeline(con, snapshot_id)
     result["timeline"] = None if replay is None else {key: getattr(replay, key) for key in _TIMELINE_KEYS}
@@ -120,6 +138,7 @@ def diff_database(con: duckdb.DuckDBPyConnection, before_id: int, after_id: int,
     before, after = snapshot_state(con, before_id), snapshot_state(con, after_id)
     sites = diff_sites(con, before_id, after_id).filter((pl.col("delta_bytes") != 0) | (pl.col("delta_blocks") != 0))
     segments = diff_segments(con, before_id, after_id)
+    suspects = leak_judgement(con, after_id, series=[before_id, after_id])[0]
     return {
         "before": _side(con, before_id, before),
         "after": _side(con, after_id, after),
@@ -128,6 +147,7 @@ def diff_database(con: duckdb.DuckDBPyConnection, before_id: int, after_id: int,
         "sites": sites.head(top).to_dicts(),
         "segments_added": segments.filter(pl.col("change") == "added").drop("change").to_dicts(),
         "segments_removed": segments.filter(pl.col("change") == "removed").drop("change").to_dicts(),
+        "leak_suspects": _suspect_dicts(suspects, top),
     }
 
 
@@ -142,17 +162,8 @@ def _top_sites(con: duckdb.DuckDBPyConnection, snapshot_id: int, top: int) -> li
     ).to_dicts()
 
 
-def _suspects(con: duckdb.DuckDBPyConnection, snapshot_id: int, top: int) -> list[dict[str, Any]]:
-    suspects = leak_suspects(con, snapshot_id).head(top)
-    return suspects.select(
-        "site",
-        "growth_bytes",
-        "live_bytes",
-        "live_blocks",
-        "rising_windows",
-        "window_steps",
-        "before_trace_bytes",
-    ).to_dicts()
+def _suspect_dicts(suspects: pl.DataFrame, top: int) -> list[dict[str, Any]]:
+    return suspects.head(top).select(SUSPECT_COLUMNS).with_columns(pl.col("share_of_allocated").round(4)).to_dicts()
 
 
 def _oom_dict(moment: Any) -> dict[str, Any]:

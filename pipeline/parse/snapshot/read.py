@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...errors import InputError
-from ..compression import open_binary, read_head
+from ..compression import open_binary
 from .legacy import snapshot_root
-from .safe_pickle import gc_paused, load_plain_pickle
+from .safe_pickle import gc_paused, load_plain_pickle, read_start
 from .segments import segment_tables
 from .sniff import sniff_snapshot
 from .stacks import StackInterner, frames_table, stacks_table
@@ -68,7 +68,7 @@ class SnapshotData:
 def read_snapshot(path: str | Path) -> SnapshotData:
     """The snapshot at `path` as tables; the raw object is dropped as soon as its columns are built."""
     name = str(path)
-    if sniff_snapshot(read_head(path, 4096)) == "json":
+    if sniff_snapshot(read_start(path, 4096)) == "json":
         return snapshot_from_object(_load_json(path), name, "json")
     return snapshot_from_object(load_plain_pickle(path), name, "pickle")
 

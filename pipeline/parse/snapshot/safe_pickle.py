@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ...errors import InputError, UnsafePickleError
-from ..compression import DECOMPRESSION_ERRORS, compression_of, open_binary
+from ..compression import DECOMPRESSION_ERRORS, READ_ERRORS, compression_of, open_binary, read_head
 
 _HINT = "a memory snapshot holds only dicts, lists, strings and numbers; do not load this file with pickle"
 _HINT_CORRUPT = "the file is truncated or not a pickle; copy it again from where it was dumped"
@@ -72,6 +72,17 @@ def load_plain_pickle(path: str | Path) -> object:
     except InputError:
         raise
     except Exception as exc:
+        raise InputError(name, _describe_failure(exc, compression_of(path)), hint=_HINT_CORRUPT) from exc
+
+
+def read_start(path: str | Path, size: int) -> bytes:
+    """The first `size` decompressed bytes of a snapshot file (to tell pickle from JSON); a file that is empty,
+    unreadable or cut off within them is the same one-line InputError `load_plain_pickle` gives."""
+    name = str(path)
+    _check_not_empty(path)
+    try:
+        return read_head(path, size)
+    except READ_ERRORS as exc:
         raise InputError(name, _describe_failure(exc, compression_of(path)), hint=_HINT_CORRUPT) from exc
 
 

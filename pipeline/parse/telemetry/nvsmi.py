@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -21,6 +22,7 @@ from ...errors import InputError
 from ...records import Reject
 from ...units import UNIT_BYTES, parse_timestamp, to_utc_naive
 from ..compression import open_binary
+from .memory import impossible_memory
 
 NVSMI_GPU, NVSMI_APPS = "nvsmi_gpu", "nvsmi_apps"
 RAW_LIMIT = 2000
@@ -176,7 +178,15 @@ class _RowReader:
                 return Reject(number, f"{field.name}: {exc}", line[:RAW_LIMIT])
         if out.get("ts") is None:
             return Reject(number, "timestamp: missing", line[:RAW_LIMIT])
+        impossible = impossible_memory(out, self.names)
+        if impossible is not None:  # read, but no card shows it: drawn, it would be a level above 100 %
+            return Reject(number, impossible, line[:RAW_LIMIT])
         return out
+
+    @cached_property
+    def names(self) -> dict[str, str]:
+        """Each column's field name in the header (the first field that fills it), for reasons."""
+        return {f.target.column: f.name for f in reversed(self.fields) if f.target is not None}
 
     def _fit(self, values: list[str]) -> list[str] | None:
         """The values lined up with the fields; a process name holding commas is joined back together."""

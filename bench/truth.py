@@ -1,0 +1,286 @@
+"""Benchmark: how many of the causes planted in randomised fleets `oomlab findings` recovers, and how many it
+invents.
+
+Generates N seeded scenario fleets (`sample_logs/generate.py --scenario`, seeds S, S+1, ...), ingests each
+with `oomlab ingest` into its own DuckDB file, runs `oomlab.api.findings` on it and scores the findings
+against the fleet's truths.json. Target: every cause kind precision >= 0.95 and recall >= 0.95, and no
+decoy blamed, over fresh seeds.
+
+    python bench/truth.py --fleets N [--seed S] [--dir D] [--jobs J]
+
+Matching (the rule truths.json repeats under `rules`): a finding matches a planted cause when its kind is the
+cause's kind and its subject names the cause's subject: `model_version V` (leak), `job NAME`
+(scheduled_job, external_pressure), `neighbour on instance I` (external_pressure of a process no calendar
+lists), `instance I` (fragmentation), the card's total (capacity: `card 21.96 GiB`; prompt_threshold:
+metrics.device_total, and metrics.model_version when the finding names a version; a finding for the whole
+card matches every version's threshold on it). Findings merged into another (metrics.related) are scored
+like top-level ones. Per kind: precision = findings that match a required cause / findings of that kind
+(findings matching an optional cause, one with too little evidence, are left out of both); recall =
+required causes matched / required causes. P and R of the last line are micro-averaged over all kinds. A
+decoy is blamed by every finding (any kind, merged ones included) whose subject or metrics name a decoy job.
+Fails (exit 1) when a fleet cannot be generated, ingested or analysed, and (exit 2) when there is nothing to
+measure: no required cause, or no finding of a scored kind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from _common import REPO, oomlab_argv
+
+TARGET = 0.95
+KINDS = ("leak", "scheduled_job", "external_pressure", "fragmentation", "prompt_threshold", "capacity")
+GENERATE = REPO / "sample_logs" / "generate.py"
+DATA = ("requests", "textlogs", "nvidia-smi", "calendar_recurring.json", "calendar_occurrences.csv")
+FINDINGS = (
+    "import json, sys\n"
+    "from oomlab import api\n"
+    "result = api.findings(sys.argv[1])\n"
+    "found = [f.to_json() for f in getattr(result, 'findings', result)]  # a FindingsResult, or the list itself\n"
+    "open(sys.argv[2], 'w').write(json.dumps(found, default=str))\n"
+)
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(GiB|MiB|TiB)")
+_UNITS = {"MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def expand(findings: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Every finding, then the findings merged into it (`metrics.related`)."""
+    for finding in findings:
+        yield finding
+        yield from (finding.get("metrics") or {}).get("related") or []
+
+
+def _subject(finding: dict[str, Any]) -> str:
+    return str(finding.get("subject") or "").strip().lower()
+
+
+def _metric(finding: dict[str, Any], key: str) -> Any:
+    return (finding.get("metrics") or {}).get(key)
+
+
+def _card_bytes(finding: dict[str, Any]) -> float | None:
+    """The card total a capacity finding names: metrics.device_total, else the size in metrics.card or subject."""
+    if isinstance(_metric(finding, "device_total"), int | float):
+        return float(_metric(finding, "device_total"))
+    for text in (_metric(finding, "card"), finding.get("subject")):
+        match = _SIZE.search(str(text or ""))
+        if match:
+            return float(match[1]) * _UNITS[match[2]]
+    return None
+
+
+def matches(truth: dict[str, Any], finding: dict[str, Any]) -> bool:
+    """Whether `finding` names the planted cause `truth` (kind and subject, see the module docstring)."""
+    kind, want, subject = truth["kind"], truth["match"], _subject(finding)
+    if finding.get("kind") != kind:
+        return False
+    if kind == "leak":
+        return subject == f"model_version {want['model_version']}".lower()
+    if kind == "scheduled_job":
+        return subject == f"job {want['job']}".lower()
+    if kind == "external_pressure" and "job" in want:
+        return subject == f"job {want['job']}".lower()
+    if kind == "external_pressure":
+        return subject == f"neighbour on instance {want['instance']}".lower()
+    if kind == "fragmentation":
+        return subject == f"instance {want['instance']}".lower()
+    if kind == "prompt_threshold":
+        version = _metric(finding, "model_version")
+        return _metric(finding, "device_total") == want["device_total"] and version in (None, want["model_version"])
+    total = _card_bytes(finding)  # capacity: the total as messages print it, two decimals of GiB
+    return total is not None and abs(total - want["device_total"]) <= 0.006 * (1 << 30)
+
+
+def blamed_decoy(finding: dict[str, Any], decoys: list[str]) -> str | None:
+    """The decoy job a finding names, if any."""
+    for name in decoys:
+        if _subject(finding) == f"job {name}".lower() or name in (_metric(finding, "job"), _metric(finding, "name")):
+            return name
+    return None
+
+
+@dataclass
+class KindScore:
+    """Counts of one cause kind."""
+
+    planted: int = 0  # required causes
+    found: int = 0  # required causes some finding matches
+    findings: int = 0  # findings of the kind, those matching only an optional cause left out
+    true_positives: int = 0  # findings that match a required cause
+
+    def add(self, other: KindScore) -> None:
+        self.planted += other.planted
+        self.found += other.found
+        self.findings += other.findings
+        self.true_positives += other.true_positives
+
+
+@dataclass
+class Score:
+    """One fleet's (or several fleets') score, with what was missed, invented and blamed."""
+
+    kinds: dict[str, KindScore] = field(default_factory=lambda: {k: KindScore() for k in KINDS})
+    decoys: int = 0
+    missed: list[str] = field(default_factory=list)
+    false_positives: list[str] = field(default_factory=list)
+    blamed: list[str] = field(default_factory=list)
+
+    def add(self, other: Score) -> None:
+        for kind, counts in other.kinds.items():
+            self.kinds[kind].add(counts)
+        self.decoys += other.decoys
+        self.missed += other.missed
+        self.false_positives += other.false_positives
+        self.blamed += other.blamed
+
+    @property
+    def total(self) -> KindScore:
+        out = KindScore()
+        for counts in self.kinds.values():
+            out.add(counts)
+        return out
+
+
+def score(truths: dict[str, Any], findings: list[dict[str, Any]]) -> Score:
+    """Score one fleet's findings (the documented JSON shape) against its truths.json."""
+    out = Score()
+    causes = [c for c in truths["causes"] if c["kind"] in KINDS]
+    decoys = [d["name"] for d in truths.get("decoys", [])]
+    hit: set[int] = set()
+    for finding in expand(findings):
+        decoy = blamed_decoy(finding, decoys)
+        if decoy is not None:
+            out.decoys += 1
+            out.blamed.append(f"{finding.get('kind')} {finding.get('subject')} (decoy {decoy})")
+        kind = finding.get("kind")
+        if kind not in out.kinds:
+            continue
+        matched = [i for i, c in enumerate(causes) if matches(c, finding)]
+        required = [i for i in matched if causes[i]["required"]]
+        if matched and not required:
+            continue  # it names a cause with too little evidence to demand: neither right nor wrong
+        out.kinds[kind].findings += 1
+        if required:
+            out.kinds[kind].true_positives += 1
+            hit.update(required)
+        else:
+            out.false_positives.append(f"{kind} {finding.get('subject')}")
+    for i, cause in enumerate(causes):
+        if cause["required"]:
+            out.kinds[cause["kind"]].planted += 1
+            if i in hit:
+                out.kinds[cause["kind"]].found += 1
+            else:
+                out.missed.append(f"{cause['kind']} {cause['subject']} ({cause['ooms']} OOMs)")
+    return out
+
+
+def _ratio(num: int, den: int) -> str:
+    return f"{num / den:.2f}" if den else "-"
+
+
+def table(total: Score) -> list[str]:
+    """The per-cause table and its total row."""
+    rows = [f"{'kind':<18} {'planted':>7} {'found':>6} {'findings':>8} {'true_pos':>8} {'precision':>9} {'recall':>6}"]
+    for kind, c in [*total.kinds.items(), ("all", total.total)]:
+        rows.append(
+            f"{kind:<18} {c.planted:>7} {c.found:>6} {c.findings:>8} {c.true_positives:>8} "
+            f"{_ratio(c.true_positives, c.findings):>9} {_ratio(c.found, c.planted):>6}"
+        )
+    return rows
+
+
+def _run(argv: list[str], what: str) -> float:
+    """Run a child process; its output becomes the error if it fails. Returns wall seconds."""
+    started = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{what} failed ({' '.join(argv)}):\n{proc.stdout}{proc.stderr}")
+    return time.perf_counter() - started
+
+
+def run_fleet(seed: int, work: Path) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    """Generate, ingest and analyse the fleet of `seed`: (truths, findings, a timing line)."""
+    folder, db, found = work / f"fleet-{seed}", work / f"fleet-{seed}.duckdb", work / f"findings-{seed}.json"
+    for stale in (db, db.with_name(db.name + ".wal"), found):
+        stale.unlink(missing_ok=True)
+    gen = _run([sys.executable, str(GENERATE), "--scenario", "--seed", str(seed), "--out", str(folder)], "generate")
+    truths = json.loads((folder / "truths.json").read_text())
+    paths = [str(folder / name) for name in DATA if (folder / name).exists()]
+    tz = truths["time"]["ingest_tz"]
+    argv = oomlab_argv("ingest", *paths, "--db", str(db), "--quiet", *(["--tz", tz] if tz else []))
+    ingest = _run(argv, f"ingest of seed {seed}")
+    analyse = _run([sys.executable, "-c", FINDINGS, str(db), str(found)], f"findings of seed {seed}")
+    times = f"generate {gen:.1f} s, ingest {ingest:.1f} s, findings {analyse:.1f} s"
+    return truths, json.loads(found.read_text()), times
+
+
+def report_fleet(seed: int, truths: dict[str, Any], fleet: Score, times: str) -> list[str]:
+    """What one fleet planted and what the findings got wrong."""
+    counts = truths["counts"]
+    required = sum(c["required"] for c in truths["causes"])
+    lines = [
+        f"fleet {seed}: {len(truths['instances'])} hosts, {counts['requests'] + counts['requests_in_text_logs']:,} "
+        f"requests, {counts['oom_events']:,} OOMs, {required} causes planted "
+        f"({len(truths['causes']) - required} optional), {len(truths['decoys'])} decoys; {times}"
+    ]
+    lines += [f"  missed: {m}" for m in fleet.missed]
+    lines += [f"  false positive: {f}" for f in fleet.false_positives]
+    lines += [f"  decoy blamed: {b}" for b in fleet.blamed]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fleets", type=int, required=True, help="how many fleets (seeds S, S+1, ...)")
+    parser.add_argument("--seed", type=int, default=1, help="the first fleet's seed (default 1)")
+    parser.add_argument(
+        "--dir", type=Path, default=None, help="where fleets and databases go (default: a new temp folder)"
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="fleets processed at once (default 1)")
+    args = parser.parse_args(argv)
+    if args.fleets < 1:
+        parser.error("--fleets must be at least 1")
+    work = args.dir or Path(tempfile.mkdtemp(prefix="oomlab-truth-"))
+    work.mkdir(parents=True, exist_ok=True)
+    seeds = [args.seed + i for i in range(args.fleets)]
+    print(f"fleets, databases and findings in {work}", flush=True)
+    total = Score()
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        try:
+            for seed, (truths, found, times) in zip(seeds, pool.map(lambda s: run_fleet(s, work), seeds), strict=True):
+                fleet = score(truths, found)
+                total.add(fleet)
+                print("\n".join(report_fleet(seed, truths, fleet, times)), flush=True)
+        except RuntimeError as exc:
+            print(f"truth: {exc}", file=sys.stderr)
+            return 1
+    print("\n".join(table(total)))
+    every = total.total
+    if every.planted == 0:
+        print(f"truth: no required cause in {args.fleets} fleets: recall cannot be measured", file=sys.stderr)
+        return 2
+    if every.findings == 0:
+        print("truth: no finding of a scored kind: precision cannot be measured", file=sys.stderr)
+        return 2
+    print(f"target: precision and recall >= {TARGET:.2f} for every kind, no decoy blamed, over fresh seeds")
+    print(
+        f"truth: precision {every.true_positives / every.findings:.2f} recall {every.found / every.planted:.2f} "
+        f"decoys {total.decoys} over {args.fleets} fleets (seed {args.seed})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
