@@ -28,6 +28,7 @@ from .rate_tests import (
     format_lift,
     format_p,
     holm,
+    poisson_excess_p,
     pooled_excess_p,
     pooled_rate_ratio,
     rate_ratio,
@@ -313,5 +314,19 @@ def _verdict(row: dict) -> str:
         return "not significant"
     control_p, control_lift = row["control_p_value"], row["control_lift"]
     if control_p is not None and control_p < ALPHA and (control_lift or 0) >= MIN_LIFT:
-        return "control also elevated"
+        return "reported" if _beyond_control(row) else "control also elevated"
     return "reported"
+
+
+def _beyond_control(row: dict) -> bool:
+    """Whether the job's hosts fail far more in its windows than hosts without it fail at the same times.
+
+    A control that is itself elevated (the fleet's traffic peak, a leak that fails at its daily high) explains
+    a lift up to its own on the job's hosts too; the job is blamed only when its hosts' OOMs exceed that
+    (MIN_LIFT times the control's lift, significant against the control-scaled expectation): a job whose
+    process holds 10 GiB gives a lift in the hundreds against a control at 2, a decoy at the control's level.
+    """
+    lift, control_lift = row["lift"], row["control_lift"]
+    if lift is None or lift < MIN_LIFT * control_lift:
+        return False
+    return poisson_excess_p(row["ooms_in"], row["expected_in"] * control_lift) < ALPHA
