@@ -58,9 +58,11 @@ def _leak_finding(lives: pl.DataFrame, v: dict, ooms: int) -> Finding:
         else f", {_rate(v['min_slope_bytes_per_hour'])} to {_rate(v['max_slope_bytes_per_hour'])}"
     )
     restarts = f"; {v['restarts']} restarts dropped it back" if v["restarts"] else ""
+    short = v["too_short_lifetimes"]
+    counted = f" ({short} more too short to show it)" if short else ""
     text = (
         f"the allocated baseline after requests climbs in {v['leaking_lifetimes']} of {v['lifetimes']} "
-        f"process lifetimes of {version} on {', '.join(v['instances'])} (median {rate}{spread}; "
+        f"process lifetimes{counted} of {version} on {', '.join(v['instances'])} (median {rate}{spread}; "
         f"R^2 at least {v['min_r2']:.2f}){when}{restarts}; {ooms} OOMs classified as leak"
     )
     every = _restart_every(v["restart_every_hours"])
@@ -76,6 +78,7 @@ def _leak_finding(lives: pl.DataFrame, v: dict, ooms: int) -> Finding:
         "model_version": version,
         "lifetimes": v["lifetimes"],
         "leaking_lifetimes": v["leaking_lifetimes"],
+        "too_short_lifetimes": short,
         "instances": v["instances"],
         "median_slope_bytes_per_hour": v["median_slope_bytes_per_hour"],
         "min_slope_bytes_per_hour": v["min_slope_bytes_per_hour"],

@@ -140,3 +140,31 @@ def test_a_new_process_id_is_a_restart_whatever_the_memory_did(tmp_path: Path) -
     with connect(tmp_path / "pid.duckdb", read_only=True) as con:
         (finding,) = leak_findings.findings(con)
     assert finding.metrics["restarts"] == LIVES - 1
+
+
+def test_lifetimes_too_short_to_show_the_leak_are_counted_apart(tmp_path: Path) -> None:
+    """The 14 GiB sawtooth above, and on the same host's second GPU the same version restarted three times
+    within two minutes (serve_mixed's 101 flat requests, 36 s each time, 14 GiB added, a pid per start): at
+    150 MiB/h a 36-second lifetime would grow by 1.5 MiB, far under the 64 MiB a leak must show, so those three
+    are no evidence against the leak and the finding says they were left out."""
+    version = "llama-14g"
+    rows = _sawtooth(14 * GIB, version)
+    flat = read_jsonl_gz(H200 / "serve_mixed" / "requests.jsonl.gz")
+    t0 = _ts(flat[0]["ts"])
+    for n in range(3):
+        for r in flat:
+            row = {k: v for k, v in r.items() if k not in ("error", "device_free_after")}
+            row.update(instance="gpu-a-0", gpu_index=1, model_version=version, pid=7000 + n)
+            row["ts"] = (_ts(r["ts"]) + n * timedelta(minutes=1) - t0 + _ts(rows[0]["ts"])).isoformat()
+            row["device_total"] = 24 * GIB
+            for field in BYTE_FIELDS:
+                if row.get(field) is not None:
+                    row[field] += 14 * GIB
+            rows.append(row)
+    (tmp_path / "gpu-a-0.requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    api.ingest(tmp_path / "short.duckdb", [str(tmp_path)], IngestOptions())
+    with connect(tmp_path / "short.duckdb", read_only=True) as con:
+        (finding,) = leak_findings.findings(con)
+    metrics = finding.metrics
+    assert (metrics["lifetimes"], metrics["leaking_lifetimes"], metrics["too_short_lifetimes"]) == (LIVES, LIVES, 3)
+    assert f"climbs in {LIVES} of {LIVES} process lifetimes (3 more too short to show it)" in finding.evidence

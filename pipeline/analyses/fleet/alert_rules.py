@@ -27,7 +27,7 @@ import yaml
 
 from ...load.settings import ALERT_LEVELS, ALERT_NEED_FACTOR
 from ...load.sql import sql_text
-from ...units import MIB
+from ...units import MIB, format_bytes
 from .water_levels import water_levels
 
 USED, FREE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"
@@ -223,7 +223,7 @@ def _headroom_rule(device: DeviceTuning, need_bytes: int) -> AlertRule:
         summary="Free GPU memory below the largest request's need on {{ $labels.Hostname }} GPU {{ $labels.gpu }}",
         description=(
             f"{{{{ $value }}}} MiB free; the largest request this device served added "
-            f"{need_bytes / MIB:,.0f} MiB at its peak, and the rule keeps "
+            f"{format_bytes(need_bytes, 'MiB', 0, grouped=True)} at its peak, and the rule keeps "
             f"{ALERT_NEED_FACTOR} x that ({need_mib:,} MiB) free."
         ),
     )
