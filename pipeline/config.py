@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from .fields import FIELDS, Field
+
+# Files people save torch.cuda.memory_summary() / memory_stats() printouts in are named after the function.
+ALLOCATOR_PRINTOUTS = ("memory_summary", "memory_stats")
 
 
 def instance_from_filename(path: str | Path) -> str:
@@ -22,10 +26,18 @@ class IngestOptions:
     tags: dict[str, str] = field(default_factory=dict)
     tz: str | None = None
     fields: tuple[Field, ...] = FIELDS
+    at: datetime | None = None  # --at: when a printout or scrape without a time of its own was taken (naive UTC)
 
     def instance_for(self, path: str | Path) -> str:
-        """The instance label of a file: --instance, else its file name."""
-        return self.instance or instance_from_filename(path)
+        """The instance label of a file: --instance, else its file name; a file named for PyTorch's
+        `memory_summary` / `memory_stats` is named for the moment it was printed at, not for a host, so its
+        folder names the process it belongs to."""
+        if self.instance:
+            return self.instance
+        name = instance_from_filename(path)
+        if name.startswith(ALLOCATOR_PRINTOUTS) and Path(path).resolve().parent.name:
+            return Path(path).resolve().parent.name
+        return name
 
     def labels_for(self, path: str | Path) -> dict[str, object]:
         """What `sources.labels` records for a file."""

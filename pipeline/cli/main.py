@@ -58,6 +58,12 @@ def _parse_tags(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--map", "maps", multiple=True, metavar="CANONICAL=THEIRS", help="Field name mapping, repeatable.")
 @click.option("--mapping", type=click.Path(exists=True, dir_okay=False), help="TOML file of field mappings.")
 @click.option("--tz", help="Time zone of timestamps without one (default UTC), e.g. Europe/Berlin.")
+@click.option(
+    "--at",
+    metavar="TIME",
+    help="When printouts without a time of their own (memory_summary, memory_stats) were taken, ISO 8601 "
+    "(read in --tz).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def ingest(
     paths: tuple[str, ...],
@@ -68,6 +74,7 @@ def ingest(
     maps: tuple[str, ...],
     mapping: str | None,
     tz: str | None,
+    at: str | None,
     quiet: bool,
 ) -> None:
     """Ingest request logs, text logs with OOM messages and snapshots into the database."""
@@ -81,6 +88,7 @@ def ingest(
         tags=_parse_tags(tags),
         tz=_check_tz(tz),
         fields=with_mapping(fields_map),
+        at=_parse_at(at, tz),
     )
 
     from .. import api
@@ -90,6 +98,20 @@ def ingest(
         report = api.ingest(db_path, list(paths), options, progress)
     print_ingest_report(report)
     click.get_current_context().exit(1 if report.failed else 0)
+
+
+def _parse_at(at: str | None, tz: str | None) -> datetime | None:
+    """--at as naive UTC; a time without an offset is read in --tz (UTC when none)."""
+    from ..units import to_utc_naive
+
+    if at is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(at)
+    except ValueError:
+        hint = "--at"
+        raise click.BadParameter(f"{at!r} is not an ISO 8601 time such as 2026-11-30T01:00", param_hint=hint) from None
+    return to_utc_naive(moment, ZoneInfo(tz) if tz else None)
 
 
 def _check_tz(tz: str | None) -> str | None:

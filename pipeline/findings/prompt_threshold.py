@@ -29,7 +29,7 @@ def findings(
     if table.is_empty():
         return []
     one_metric = counts.filter(pl.col("metric") == "batch_x_input")
-    clean = int(one_metric.select(pl.col("oks").sum() + pl.col("fails").sum()).item())
+    clean = int(one_metric.select(pl.col("oks").sum() + pl.col("fails").sum() - pl.col("adjusted").sum()).item())
     model = fit_risk_model(con, since, until, clean_requests=clean)
     params = window_params(since, until)
     ooms = (
@@ -105,6 +105,12 @@ def _evidence(row: dict, model: RiskModel | None) -> str:
         f"{METRICS[row['metric']]}; {row['failures_above']} of {row['requests_above']} requests above "
         f"failed, {row['errors']} fell on the wrong side."
     )
+    if row["adjusted_requests"]:
+        text += (
+            f" {row['adjusted_requests']:,} of the requests stood on a baseline a leak or resident growth had "
+            f"raised and are sized as on a fresh process; {row['failures_above_by_own_size']} failures are above "
+            f"the cut by their own size."
+        )
     if model is not None:
         text += (
             f" Logistic model over {model.requests:,} clean requests: {model.folds}-fold CV AUC "
@@ -131,6 +137,8 @@ def _metrics(row: dict, model: RiskModel | None) -> dict[str, object]:
         "requests",
         "ooms",
         "failures_above",
+        "failures_above_by_own_size",
+        "adjusted_requests",
         "requests_above",
         "failure_rate_above",
         "failure_rate_below",

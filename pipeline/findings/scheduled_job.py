@@ -34,6 +34,8 @@ _HOST_TEST_COLUMNS = (
     "ooms_in",
     "requests_out",
     "ooms_out",
+    "intrinsic_in",
+    "intrinsic_out",
     "rate_in_per_1k",
     "rate_out_per_1k",
     "expected_in",
@@ -72,6 +74,7 @@ _METRICS = (
     "hosts_affected",
     "hosts_not_affected",
     "ooms_in",
+    "intrinsic_in",
     "expected_in",
     "lift",
     "p_value",
@@ -93,6 +96,11 @@ def _evidence(row: dict) -> str:
         f" {row['excess_ooms']:.0f} of them excess."
         f" Inside against outside: {'; '.join(row['affected_detail'])}."
     )
+    if row["intrinsic_in"]:
+        text += (
+            f" {row['intrinsic_in']} more OOMs inside are left out: requests too large for the card on any "
+            f"baseline, or memory cached in pieces, fail whatever runs beside them."
+        )
     if row["hosts_not_affected"]:
         others = row["hosts_not_affected"]
         verb = "runs" if len(others) == 1 else "run"

@@ -156,6 +156,10 @@ def _load_content(
         from .snapshot import ingest_snapshot
 
         return ingest_snapshot(con, path, source_id, options)
+    if kind == detect.MEMORY_STATS:
+        from .allocator import ingest_memory_stats
+
+        return ingest_memory_stats(con, path, source_id, options)
     if kind == detect.CALENDAR:
         from .calendar import ingest_calendar
 

@@ -46,6 +46,7 @@ _TYPES: dict[str, str] = {
     "value": "float64",
     "labels": "string",
     "variant": "string",
+    "pool": "string",
     "message": "string",
     "gpu_memory_utilization": "float64",
     "kv_cache_tokens": "int64",
@@ -84,9 +85,9 @@ def ingest_nvsmi(
             rows.append(item)
     labels = {"source_id": source_id, "instance": options.instance_for(path), "origin": "nvidia-smi"}
     if kind == NVSMI_APPS:
-        inserted = _insert(con, "gpu_process_samples", [{**r, **labels} for r in rows], (*APPS_COLUMNS, *labels))
+        inserted = insert_rows(con, "gpu_process_samples", [{**r, **labels} for r in rows], (*APPS_COLUMNS, *labels))
     else:
-        inserted = _insert(con, "gpu_samples", [{**r, **labels} for r in rows], (*GPU_COLUMNS, *labels))
+        inserted = insert_rows(con, "gpu_samples", [{**r, **labels} for r in rows], (*GPU_COLUMNS, *labels))
     return inserted, load.insert_rejects(con, source_id, rejects)
 
 
@@ -99,8 +100,8 @@ def ingest_prometheus(
         lines = (raw.decode("utf-8", errors="replace") for raw in handle)
         for item in read_samples(lines):
             scrape.take(item)
-    gpu = _insert(con, "gpu_samples", scrape.possible_gpu_rows(), scrape.GPU_ROW)
-    engine = _insert(con, "engine_samples", scrape.engine, scrape.ENGINE_ROW)
+    gpu = insert_rows(con, "gpu_samples", scrape.possible_gpu_rows(), scrape.GPU_ROW)
+    engine = insert_rows(con, "engine_samples", scrape.engine, scrape.ENGINE_ROW)
     return gpu + engine, load.insert_rejects(con, source_id, scrape.rejects)
 
 
@@ -247,10 +248,12 @@ def insert_engine_memory(
 
     labels = {"source_id": source_id, "instance": instance, "framework": "vllm"}
     rows = [{**asdict(r), **labels, "variant": r.variant or None} for r in reports]
-    return _insert(con, "engine_memory", rows, (*labels, *STARTUP_COLUMNS))
+    return insert_rows(con, "engine_memory", rows, (*labels, *STARTUP_COLUMNS))
 
 
-def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, object]], columns: tuple[str, ...]) -> int:
+def insert_rows(
+    con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, object]], columns: tuple[str, ...]
+) -> int:
     """Append rows (dicts; missing keys are NULL) to one of the telemetry tables; returns how many."""
     if not rows:
         return 0

@@ -1,5 +1,6 @@
 """Text logs: every OOM message found becomes an oom_events row (origin `message`); vLLM start-up memory
-reports, read from the same pass, become engine_memory rows."""
+reports, read from the same pass, become engine_memory rows, and memory_summary() tables allocator_stats
+rows."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import duckdb
 
 from ..config import IngestOptions
 from ..load import tables as load
+from ..parse.allocator import SUMMARY_FINDER, SummaryScanner
 from ..parse.telemetry.vllm import FINDER as STARTUP_FINDER
 from ..parse.text.textlog import scan_text_log
 from ..records import Reject, TextOom
+from .allocator import insert_moments
 from .telemetry import insert_engine_memory, startup_scanner
 
 if TYPE_CHECKING:
@@ -33,17 +36,20 @@ def ingest_text_log(
     found: list[TextOom] = []
     rejects: list[Reject] = []
     startup = startup_scanner(options)
+    summaries = SummaryScanner(startup.clock)
 
     def on_window(window: Window) -> None:
         startup.window(window)
+        summaries.window(window)
         if position is not None:
             position.fraction = window.progress
 
-    for item in scan_text_log(path, default_tz=options.tz, on_window=on_window, also=[STARTUP_FINDER]):
+    for item in scan_text_log(path, default_tz=options.tz, on_window=on_window, also=[STARTUP_FINDER, SUMMARY_FINDER]):
         (rejects if isinstance(item, Reject) else found).append(item)
     events = _event_columns(found, source_id, instance, options.model_version)
     rows = load.insert_oom_events(con, events, len(found))
     rows += insert_engine_memory(con, startup.reports(), source_id, instance)
+    rows += insert_moments(con, summaries.moments(), source_id, instance, options.at)
     return rows, load.insert_rejects(con, source_id, rejects)
 
 

@@ -18,6 +18,8 @@ from .telemetry.prom import looks_like_prometheus
 # Kinds a source can have; `sources.kind` stores these names.
 JSONL, JSON_ARRAY, CSV, PARQUET, SNAPSHOT, TEXT = "jsonl", "json", "csv", "parquet", "snapshot", "text"
 CALENDAR = "calendar"
+# torch.cuda.memory_stats() as JSON (memory_summary() tables are read from text logs).
+MEMORY_STATS = "memory_stats"
 # Telemetry: nvidia-smi query CSVs (--query-gpu, --query-compute-apps) and Prometheus text (DCGM, vLLM).
 PROMETHEUS = "prometheus"
 TELEMETRY = frozenset({NVSMI_GPU, NVSMI_APPS, PROMETHEUS})
@@ -60,6 +62,8 @@ def _structured_kind(text: str, fields: tuple[Field, ...]) -> str | None:
     stripped = text.lstrip()
     if looks_like_prometheus(stripped):
         return PROMETHEUS
+    if stripped.startswith("{") and '"allocated_bytes.all.current"' in stripped:
+        return MEMORY_STATS
     if stripped.startswith("{"):
         return _json_object_kind(stripped, fields)
     if stripped.startswith("["):

@@ -51,9 +51,15 @@ CREATE OR REPLACE MACRO LEAK_END_BUCKETS() AS 5;
 CREATE OR REPLACE MACRO RESTART_DROP_MIN_BYTES() AS 268435456;
 CREATE OR REPLACE MACRO RESTART_DROP_SHARE() AS 0.02;
 
--- fct_prompt_requests leaves out requests whose allocated_before is more than 64 MiB above the lowest of their
--- deployment: a leak or resident growth left less room. 64 MiB is well under 1 % of any card here.
+-- fct_prompt_requests counts a request whose allocated_before is more than 64 MiB above the lowest of its
+-- deployment as on a raised baseline: a leak or resident growth left less room. 64 MiB is well under 1 % of
+-- any card here.
 CREATE OR REPLACE MACRO RAISED_BASELINE_BYTES() AS 67108864;
+-- Such a request is sized as it would be on a fresh process (its size plus the rise over the bytes a unit of
+-- size costs, fitted per model version on successful requests) when that cost is known to 5 %: a rise that
+-- took a fifth of the headroom then moves the size by at most 1 % of the threshold, the spread within which
+-- requests near it go either way. A cost known worse than that leaves the request out.
+CREATE OR REPLACE MACRO SIZE_COST_MAX_ERROR() AS 0.05;
 -- ... and OOMs with at least twice the request and 10 % of the card reserved but unallocated: the memory was
 -- there, in pieces (smaller slack is normal caching).
 CREATE OR REPLACE MACRO FRAGMENTED_REQUEST_MULTIPLE() AS 2;

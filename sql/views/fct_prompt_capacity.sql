@@ -2,10 +2,13 @@
 -- messages) and less a neighbour process that every one of its OOM messages names. A neighbour named in
 -- every OOM is part of the device's environment (a co-tenant), so its requests are judged against the
 -- memory left; one named only in some OOMs is intermittent (a backup, a job) and those OOMs are left out
--- of the threshold instead (fct_prompt_requests).
+-- of the threshold instead (fct_prompt_requests). So is one named in every OOM when a successful request
+-- held more than the card less the neighbour (`max_ok_peak_bytes`): it was not there then, so it comes and
+-- goes, and the OOMs only happen while it is there (a job's process).
 CREATE OR REPLACE VIEW fct_prompt_capacity AS
 WITH cards AS (
-    SELECT instance, gpu_index, max(device_total) AS device_total
+    SELECT instance, gpu_index, max(device_total) AS device_total,
+           max(coalesce(peak_allocated, allocated_before)) FILTER (WHERE NOT is_oom) AS max_ok_peak_bytes
     FROM stg_requests
     WHERE device_total > 0 AND instance IS NOT NULL
     GROUP BY ALL
@@ -21,18 +24,23 @@ ooms AS (
     FROM stg_oom_events
     WHERE instance IS NOT NULL
     GROUP BY ALL
+),
+persistent AS (
+    SELECT c.*, o.ooms, o.neighbour_ooms, o.cap_bytes,
+           CASE WHEN o.ooms > 0 AND o.neighbour_ooms = o.ooms
+                     AND coalesce(c.max_ok_peak_bytes, 0) + o.neighbour_bytes <= c.device_total
+                THEN o.neighbour_bytes ELSE 0 END AS persistent_neighbour_bytes
+    FROM cards AS c
+    LEFT JOIN ooms AS o USING (instance, gpu_index)
 )
 SELECT
-    c.instance,
-    c.gpu_index,
-    c.device_total,
-    coalesce(o.ooms, 0) AS ooms,
-    coalesce(o.neighbour_ooms, 0) AS neighbour_ooms,
-    CASE WHEN o.ooms > 0 AND o.neighbour_ooms = o.ooms THEN o.neighbour_bytes ELSE 0 END
-        AS persistent_neighbour_bytes,
-    o.cap_bytes,
-    least(c.device_total, coalesce(o.cap_bytes, c.device_total))
-        - CASE WHEN o.ooms > 0 AND o.neighbour_ooms = o.ooms THEN o.neighbour_bytes ELSE 0 END
-        AS capacity_bytes
-FROM cards AS c
-LEFT JOIN ooms AS o USING (instance, gpu_index);
+    instance,
+    gpu_index,
+    device_total,
+    coalesce(ooms, 0) AS ooms,
+    coalesce(neighbour_ooms, 0) AS neighbour_ooms,
+    max_ok_peak_bytes,
+    persistent_neighbour_bytes,
+    cap_bytes,
+    least(device_total, coalesce(cap_bytes, device_total)) - persistent_neighbour_bytes AS capacity_bytes
+FROM persistent;

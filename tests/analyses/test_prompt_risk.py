@@ -3,14 +3,19 @@ threshold, and the cross-validated model."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import re
 
+import duckdb
 import numpy as np
 import polars as pl
 import pytest
 
+from oomlab import api
 from oomlab.analyses.fleet import prompt_risk, prompt_threshold
 from oomlab.analyses.fleet.prompt_threshold import best_cut, round_down
+from oomlab.config import IngestOptions
 from oomlab.findings import prompt_threshold as threshold_findings
 
 from conftest import FLEET, H200, read_jsonl_gz
@@ -124,6 +129,23 @@ def test_every_version_on_the_smaller_card_agrees(per_version) -> None:
         assert abs(row["threshold"] / TRUTHS["prompt_threshold"]["N"] - 1) <= TOLERANCE
 
 
+def test_a_leaking_version_is_sized_as_on_a_fresh_process(fleet_con, per_version) -> None:
+    """The sample fleet's leaking version spends most of each lifetime on a raised baseline; its requests
+    there count at their size plus the rise in tokens, so its threshold is the planted one, on every
+    request, and the failures above it by their own size are the capacity OOMs, not the leak's."""
+    leaking = TRUTHS["leak"]["model_version"]
+    rows = prompt_threshold.prompt_requests(fleet_con).filter(pl.col("model_version") == leaking)
+    raised = rows.filter(~pl.col("at_fresh_baseline"))
+    assert raised.height > rows.height / 2 and "raised_baseline" not in raised["excluded_because"].to_list()
+    assert (raised["fresh_x_tokens"] > raised["batch_x_tokens"]).all()
+    row = per_version.filter(
+        (pl.col("device_total") == A10_TOTAL) & (pl.col("model_version") == leaking) & pl.col("chosen")
+    ).row(0, named=True)
+    assert row["claimed"] and row["adjusted_requests"] == raised.filter(pl.col("device_total") == A10_TOTAL).height
+    assert abs(row["threshold"] / TRUTHS["prompt_threshold"]["N"] - 1) <= TOLERANCE
+    assert row["failures_above_by_own_size"] < row["failures_above"]  # the leak's OOMs sit above it too
+
+
 def test_one_finding_per_card_when_versions_agree(fleet_con) -> None:
     table = prompt_risk.card_thresholds(fleet_con)
     a10 = table.filter(pl.col("device_total") == A10_TOTAL)
@@ -154,13 +176,39 @@ def test_other_causes_are_left_out(fleet_con) -> None:
     assert clean.filter(pl.col("instance") == "gpu-b-1").height == 4
 
 
+def test_a_neighbour_in_every_oom_is_not_resident_when_successes_needed_its_room(tmp_path) -> None:
+    """Derived from the sample fleet's a10-01: its successes, and only the OOMs that name the backup's 10.10
+    GiB process (the others dropped), so every OOM names the neighbour. Successes peaked at 17.26 GiB on the
+    21.96 GiB card, more than the 11.86 GiB the neighbour would leave: it was not there then, so the OOMs
+    are left out as an intermittent neighbour's, not judged against a card shrunk by it."""
+    lines = gzip.decompress((FLEET / "requests" / "a10-01.jsonl.gz").read_bytes()).decode().splitlines()
+    kept = [line for line in lines if '"status": "ok"' in line or re.search(r"Process \d+ has", line)]
+    assert len(kept) < len(lines)  # OOMs without the neighbour were dropped
+    (tmp_path / "a10-01.jsonl").write_text("\n".join(kept) + "\n")
+    db = tmp_path / "cut.duckdb"
+    api.ingest(db, [str(tmp_path / "a10-01.jsonl")], IngestOptions())
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        capacity = con.sql("SELECT * FROM fct_prompt_capacity").pl().row(0, named=True)
+        excluded = con.sql("SELECT excluded_because FROM fct_prompt_requests WHERE is_oom").fetchall()
+    finally:
+        con.close()
+    assert capacity["ooms"] == capacity["neighbour_ooms"] == 50
+    assert capacity["max_ok_peak_bytes"] == 18_529_087_488  # 17.26 GiB
+    assert capacity["persistent_neighbour_bytes"] == 0 and capacity["capacity_bytes"] == A10_TOTAL
+    assert {why for (why,) in excluded} == {"neighbour_process"}
+
+
 def test_fleet_finding_sentence_and_impact(found) -> None:
     a10 = [f for f in found if f.subject == "A10 24 GB"]
     assert len(a10) == 1
     finding = a10[0]
     assert finding.advice.startswith("On A10 24 GB cards running ")
     assert "batch x (input + output) tokens above 46," in finding.advice
-    assert "fails 100% of the time" in finding.advice
+    # the leaking version's requests count at their fresh-process sizes, which carry the fitted cost's error
+    # on top of the 1 % that go either way: nearly all above fail
+    rate = finding.metrics["failure_rate_above"]
+    assert rate >= 0.98 and f"fails {rate:.0%} of the time" in finding.advice
     assert finding.metrics["cap"] < finding.metrics["largest_success"] < finding.metrics["threshold"]
     # OOMs above the threshold are the capacity OOMs of the request logs (to the 1 % that go either way)
     capacity = TRUTHS["counts"]["by_cause_request_logs"]["capacity"]

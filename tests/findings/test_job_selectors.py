@@ -125,7 +125,8 @@ def test_the_backup_counts_are_the_planted_ones(con):
     rows = {r["instance"]: r for r in jobs.host_effects(con).filter(pl.col("name") == BACKUP["job"]).to_dicts()}
     for host in BACKUP["calendar_hosts"]:
         row, inside, outside = rows[RENAME.get(host, host)], BACKUP["in_window"][host], BACKUP["outside_window"][host]
-        assert row["on_job_host"] and (row["ooms_in"], row["ooms_out"]) == (inside["ooms"], outside["ooms"])
+        counted = (row["ooms_in"] + row["intrinsic_in"], row["ooms_out"] + row["intrinsic_out"])
+        assert row["on_job_host"] and counted == (inside["ooms"], outside["ooms"])
         if row["traffic_source"] == "requests":
             assert (row["requests_in"], row["requests_out"]) == (inside["requests"], outside["requests"])
     # the control: every other instance with traffic (a100-06 has none: a text log without OOMs)
@@ -137,11 +138,11 @@ def test_decoys_selected_by_globs_hold_their_planted_ooms(effects):
     for name, selected in (("eval-sweep", "a100-0[2-3]"), ("disk-scrub", "a10-04")):
         row = effects[name]
         assert row["hosts"] == _renamed(DECOYS[name]["hosts"]) and selected in row["selectors"]
-        assert row["ooms_in"] == DECOYS[name]["ooms_inside"] and row["verdict"] != "reported"
+        assert row["ooms_in"] + row["intrinsic_in"] == DECOYS[name]["ooms_inside"] and row["verdict"] != "reported"
     every = effects["log-rotate"]  # `*`: every instance the data knows; a100-06 has nothing to test
     assert every["selectors"] == [] and every["hosts_without_traffic"] == ["a100-06"]
     assert every["hosts_matched"] == _renamed(DECOYS["log-rotate"]["hosts"])
-    assert every["ooms_in"] == DECOYS["log-rotate"]["ooms_inside"]
+    assert every["ooms_in"] + every["intrinsic_in"] == DECOYS["log-rotate"]["ooms_inside"]
 
 
 def test_a_job_whose_selector_matches_nothing_is_said_and_has_no_control(con, effects):

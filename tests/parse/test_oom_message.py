@@ -493,3 +493,17 @@ def test_a_repeated_message_is_read_once_but_its_prefix_still_names_the_framewor
         assert {p: m.framework for p, m in found.items() if m} == prefixes
         assert {m.requested_bytes for m in found.values() if m} == {1073741824}
         assert {m.message for m in found.values() if m} == {body}
+
+
+def test_an_amount_no_device_can_hold_is_dropped_not_a_crash() -> None:
+    """Verbatim from https://github.com/MathOnco/valis/issues/208: `this process has 17179869184.00 GiB` is
+    2**64 bytes (a wrapped counter; it does not fit BIGINT either). It is dropped; the other numbers stand."""
+    text = (
+        "UserWarning: CUDA out of memory. Tried to allocate 3.41 GiB. GPU 0 has a total capacity of 23.99 GiB of "
+        "which 2.75 GiB is free. Including non-PyTorch memory, this process has 17179869184.00 GiB memory in use. "
+        "Of the allocated memory 11.91 GiB is allocated by PyTorch, and 8.03 GiB is reserved by PyTorch but unallo"
+    )
+    message = parse_oom_message(text)
+    assert message is not None and message.process_in_use_bytes is None
+    assert message.requested_bytes == round(3.41 * 2**30) and message.free_bytes == round(2.75 * 2**30)
+    assert message.allocated_by_pytorch_bytes == round(11.91 * 2**30)

@@ -5,9 +5,11 @@ For every job of `job_occurrences` and every instance it runs on, OOMs inside it
 OOMs outside, normalised by the instance's own traffic (`fct_job_minutes`): an exact two-rate test (Holm
 over all job x host pairs), the lift (rate inside / rate outside) and the excess OOMs. Instances the job
 does not run on, over the same windows, are the control: if they show the same excess, the time of day is
-to blame, not the job. Instances known only from text logs are compared against the fleet's traffic
-profile (`fct_traffic_exposure`); their rates per 1,000 requests are left null. A job whose selectors match
-no instance with traffic is not tested and has no control: every other host might be the one it meant.
+to blame, not the job. OOMs the serving process explains by itself (INTRINSIC_RULES of classify.py) are
+left out of both counts: they fail whatever runs beside them. Instances known only from text logs are
+compared against the fleet's traffic profile (`fct_traffic_exposure`); their rates per 1,000 requests are
+left null. A job whose selectors match no instance with traffic is not tested and has no control: every
+other host might be the one it meant.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import polars as pl
 from ...load.sql import sql_text
 from ..shared import shared
 from ..window import utc_naive
+from .classify import classify_ooms
 from .rate_tests import (
     expected_inside,
     format_lift,
@@ -41,6 +44,11 @@ from .rate_tests import (
 ALPHA = 0.01
 MIN_LIFT = 2.0
 MIN_OOMS_INSIDE = 5
+# OOMs that fail whatever else runs on the card: a request that needs more than the card ever served even on
+# a fresh baseline ('capacity'), or one that the process's own cache covered twice over in pieces
+# ('fragmentation'). Neither can be a job's doing, and large requests or a fragmenting process that happen
+# to cluster at a job's hours would otherwise be blamed on it.
+INTRINSIC_RULES = ("capacity", "fragmentation")
 
 # The runs that fall in the time the job's hosts have data (cron rules are expanded with a day of margin).
 
@@ -64,14 +72,19 @@ def host_effects(
 
     Columns: `name`, `instance`, `on_job_host` (false: a control instance, compared over the job's windows
     elsewhere), `traffic_source` ('requests' or 'fleet_profile'), `requests_in`, `requests_out`, `ooms_in`,
-    `ooms_out`, `exposure_in`, `exposure_out` (requests, or the fleet profile), `rate_in_per_1k`,
+    `ooms_out` (OOMs the job could have caused), `intrinsic_in`, `intrinsic_out` (OOMs the process explains
+    by itself, left out of those), `exposure_in`, `exposure_out` (requests, or the fleet profile), `rate_in_per_1k`,
     `rate_out_per_1k` (null without counted requests), `expected_in` (OOMs inside if they followed traffic),
     `lift` (rate inside / rate outside; null when outside has no OOM or no traffic), `p_value` (exact, one
     sided), `p_adjusted` (Holm over the job-host rows; null for controls), `affected`.
     """
     params = {"since": utc_naive(since), "until": utc_naive(until)}
     rows = con.sql(sql_text("q_job_host_counts"), params=params).pl().to_dicts()
+    intrinsic = _intrinsic_counts(con, since, until)
     for row in rows:
+        row["intrinsic_in"], row["intrinsic_out"] = intrinsic.get((row["name"], row["instance"]), (0, 0))
+        row["ooms_in"] -= row["intrinsic_in"]
+        row["ooms_out"] -= row["intrinsic_out"]
         _test_host(row)
     tested = [r for r in rows if r["on_job_host"]]
     for row, adjusted in zip(tested, holm([r["p_value"] for r in tested]), strict=True):
@@ -83,6 +96,37 @@ def host_effects(
     return pl.DataFrame(rows, schema=_HOST_SCHEMA)
 
 
+def _intrinsic_counts(
+    con: duckdb.DuckDBPyConnection, since: datetime | None, until: datetime | None
+) -> dict[tuple[str, str], tuple[int, int]]:
+    """(job, instance) -> OOMs of INTRINSIC_RULES inside and outside the job's windows, minute by minute as
+    fct_job_minutes counts them (a minute is inside when it starts in [start's minute, end))."""
+    events = classify_ooms(con, since, until)
+    minutes = events.filter(
+        pl.col("rule").is_in(INTRINSIC_RULES) & (pl.col("origin") != "snapshot") & pl.col("ts").is_not_null()
+    ).select("instance", pl.col("ts").dt.truncate("1m").alias("minute"), pl.int_range(pl.len()).alias("oom"))
+    if minutes.is_empty():
+        return {}
+    windows = con.sql(sql_text("q_job_windows")).pl()
+    if windows.is_empty():
+        return {}
+    roles = windows.select("name", pl.col("host").alias("instance")).unique()
+    per_role = minutes.join(roles, on="instance")
+    inside = (
+        per_role.join(windows.rename({"host": "instance"}), on=["name", "instance"])
+        .filter((pl.col("minute") >= pl.col("start_ts").dt.truncate("1m")) & (pl.col("minute") < pl.col("end_ts")))
+        .select("name", "instance", "oom")
+        .unique()
+        .group_by("name", "instance")
+        .len("inside")
+    )
+    totals = per_role.group_by("name", "instance").len("total").join(inside, on=["name", "instance"], how="left")
+    return {
+        (row["name"], row["instance"]): (row["inside"] or 0, row["total"] - (row["inside"] or 0))
+        for row in totals.iter_rows(named=True)
+    }
+
+
 _HOST_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "name": pl.Utf8,
     "instance": pl.Utf8,
@@ -92,6 +136,8 @@ _HOST_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "requests_out": pl.Int64,
     "ooms_in": pl.Int64,
     "ooms_out": pl.Int64,
+    "intrinsic_in": pl.Int64,
+    "intrinsic_out": pl.Int64,
     "exposure_in": pl.Float64,
     "exposure_out": pl.Float64,
     "rate_in_per_1k": pl.Float64,
@@ -186,7 +232,8 @@ def job_effects(
     `selectors` (the calendar's host selectors as written), `hosts_matched` (every known instance they
     match), `unmatched_selectors` (selectors matching no instance), `hosts` (matched instances with traffic,
     tested), `hosts_without_traffic` (matched, nothing to test), `hosts_affected`, `hosts_not_affected`,
-    `ooms_in`, `expected_in`,
+    `ooms_in` (OOMs the job could have caused), `intrinsic_in` (those the process explains by itself,
+    left out), `expected_in`,
     `lift` (Mantel-Haenszel rate ratio over its hosts), `p_value` (pooled over its hosts), `excess_ooms`
     (on affected hosts: OOMs inside minus what their outside rate predicts), `control_hosts`,
     `control_lift`, `control_p_value`, `rate_in_per_1k` / `rate_out_per_1k` (affected hosts with a request
@@ -224,6 +271,7 @@ _JOB_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "hosts_affected": pl.List(pl.Utf8),
     "hosts_not_affected": pl.List(pl.Utf8),
     "ooms_in": pl.Int64,
+    "intrinsic_in": pl.Int64,
     "expected_in": pl.Float64,
     "lift": pl.Float64,
     "p_value": pl.Float64,
@@ -260,6 +308,7 @@ def _job_row(name: str, hosts: pl.DataFrame, plan: Schedule | None, matched: dic
         "hosts_affected": affected["instance"].to_list(),
         "hosts_not_affected": own.filter(~pl.col("affected"))["instance"].to_list(),
         "ooms_in": int(own["ooms_in"].sum()),
+        "intrinsic_in": int(own["intrinsic_in"].sum()),
         "expected_in": expected_inside(strata),
         "lift": pooled_rate_ratio(strata),
         "p_value": pooled_excess_p(strata),

@@ -1,11 +1,15 @@
 """Prompt thresholds found directly: per card and model version, where in batch x tokens requests start to
 fail, between the largest success and the smallest failure.
 
-Only clean requests count (fct_prompt_requests: healthy baseline, no intermittent neighbour process, no
-fragmentation), so the boundary is the request's own size against the card. Two sizes are tried: batch x
-input tokens (the prefill, where the failing allocation usually happens) and batch x (input + output)
-tokens (the KV cache at the end); the one whose best cut misclassifies fewer requests is reported, and
-batch x input on a tie.
+Only clean requests count (fct_prompt_requests: no intermittent neighbour process, no fragmentation), so
+the boundary is the request's own size against the card. A request on a baseline a leak has raised is sized
+as it weighs on a fresh process (its size plus the rise in units of size), so that a leaking version's
+threshold is found on all its requests, not only on the first minutes of each lifetime; and a threshold is
+claimed only when MIN_FAILURES failures are above it by their own size: requests that fail on a fresh
+process too, not leak OOMs that the adjusted sizes alone place above it.
+Two sizes are tried: batch x input tokens (the prefill, where the failing allocation usually happens) and
+batch x (input + output) tokens (the KV cache at the end); the one whose best cut misclassifies fewer
+requests is reported, and batch x input on a tie.
 """
 
 from __future__ import annotations
@@ -102,7 +106,11 @@ def boundaries(
     counts = size_counts(con, since, until) if counts is None else counts
     keys = [*_CARD, "model_version"] if per_version else _CARD
     grouped = counts.group_by(["metric", *keys, "size"]).agg(
-        pl.col("oks").sum(), pl.col("fails").sum(), pl.col("model_version").unique().alias("versions")
+        pl.col("oks").sum(),
+        pl.col("fails").sum(),
+        pl.col("adjusted").sum(),
+        pl.col("own_fail_sizes").list.explode(keep_nulls=False, empty_as_null=False),
+        pl.col("model_version").unique().alias("versions"),
     )
     rows = [
         dict(zip(["metric", *keys], key, strict=True)) | _boundary(group.sort("size"), key[0])
@@ -122,10 +130,12 @@ def _boundary(group: pl.DataFrame, metric: str) -> dict[str, object]:
     cut = best_cut(sizes, oks, fails)
     requests, ooms = int(oks.sum() + fails.sum()), int(fails.sum())
     versions = sorted({v for vs in group["versions"].to_list() for v in vs if v is not None})
+    own_fail_sizes = np.array([size for sizes in group["own_fail_sizes"].to_list() for size in sizes or ()])
     row: dict[str, object] = {
         "metric": metric,
         "requests": requests,
         "ooms": ooms,
+        "adjusted_requests": int(group["adjusted"].sum()),
         "versions": ", ".join(versions),
         "max_success": int(sizes[oks > 0].max()) if (oks > 0).any() else None,
         "min_failure": int(sizes[fails > 0].min()) if ooms else None,
@@ -134,6 +144,7 @@ def _boundary(group: pl.DataFrame, metric: str) -> dict[str, object]:
         "smallest_failure": None,
         "errors": None,
         "failures_above": 0,
+        "failures_above_by_own_size": 0,
         "requests_above": 0,
         "failure_rate_above": None,
         "failure_rate_below": None,
@@ -149,13 +160,14 @@ def _boundary(group: pl.DataFrame, metric: str) -> dict[str, object]:
         "smallest_failure": cut.smallest_failure,
         "errors": cut.errors,
         "failures_above": cut.failures_above,
+        "failures_above_by_own_size": int((own_fail_sizes > cut.threshold).sum()),
         "requests_above": cut.requests_above,
         "failure_rate_above": cut.failures_above / cut.requests_above,
         "failure_rate_below": (ooms - cut.failures_above) / below if below else None,
         "cap": round_down(CAP_MARGIN * cut.largest_success),
     }
     row["claimed"] = (
-        cut.failures_above >= MIN_FAILURES
+        row["failures_above_by_own_size"] >= MIN_FAILURES  # type: ignore[operator]
         and row["failure_rate_above"] >= MIN_FAILURE_RATE_ABOVE  # type: ignore[operator]
         and cut.errors <= MAX_ERROR_SHARE * ooms
     )

@@ -72,8 +72,22 @@ def _read(index: int, cleaned: str, start: int) -> tuple[OomMessage, str, int]:
         fields, whole = extract_fields(sig, cleaned)
     except (ValueError, OverflowError) as exc:
         raise ParseError(f"{sig.framework} OOM message has a size that cannot be read: {exc}") from None
-    message = OomMessage(framework=sig.framework, message=cleaned, **fields)
+    message = OomMessage(framework=sig.framework, message=cleaned, **_storable(fields))
     return message, "ended" if whole else sig.state(cleaned, start), start
+
+
+# No device holds 8 EiB: a larger amount is a counter that wrapped (`this process has 17179869184.00 GiB
+# memory in use` is 2**64 bytes, an unsigned underflow in the driver's query), not a reading, and it does not
+# fit the database's BIGINT. It is dropped; the message's other numbers stand.
+_MAX_AMOUNT = (1 << 63) - 1
+
+
+def _storable(fields: dict) -> dict:
+    """`fields` without the amounts no device can hold."""
+    kept = {k: v for k, v in fields.items() if not (isinstance(v, int) and abs(v) > _MAX_AMOUNT)}
+    if "other_processes" in kept:
+        kept["other_processes"] = tuple((pid, b) for pid, b in kept["other_processes"] if abs(b) <= _MAX_AMOUNT)
+    return kept
 
 
 def parse_oom_message(text: str) -> OomMessage | None:
