@@ -203,7 +203,16 @@ def capacity_findings(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> l
     if cap.is_empty():
         return []
     cost = token_cost(con).select("model_version", "bytes_per_token", "fixed_bytes")
-    return [_capacity(card, group, cost) for (card,), group in cap.group_by(["card"], maintain_order=True)]
+    return [
+        _capacity(card, group, cost) for (card,), group in cap.group_by(["card"], maintain_order=True) if _sized(group)
+    ]
+
+
+def _sized(group: pl.DataFrame) -> bool:
+    """Whether some OOM of a card shows by its request's size that the request alone was too large (rule
+    `capacity`). A message with no request to size (`message_capacity`: little free, nobody else named)
+    fits a leak or a passing peak as well; such OOMs join a card's finding but do not make one."""
+    return not group.filter(pl.col("rule") == "capacity").is_empty()
 
 
 def _capacity(card: str | None, group: pl.DataFrame, cost: pl.DataFrame) -> Finding:

@@ -62,3 +62,10 @@ def test_a_job_no_worse_than_the_control_is_not_blamed() -> None:
     assert jobs._verdict(_row(4.4, 7, 2.0)) == "control also elevated"
     # far beyond it
     assert jobs._verdict(_row(40.0, 200, 5.0)) == "reported"
+
+
+def test_a_job_without_any_oom_outside_its_windows_is_beyond_an_elevated_control() -> None:
+    # harness fleet 31018: feature-backfill's host failed 21 times inside its windows and never outside (no
+    # finite lift) while a leaking control failed at 3.6x at the same hours; 21 against 0.54 expected
+    row = _row(2.0, 21, 0.54) | {"lift": None, "control_lift": 3.6, "control_p_value": 0.0036}
+    assert jobs._verdict(row) == "reported"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import duckdb
+import polars as pl
 import pytest
 
 from oomlab.findings.collect import merge_related
@@ -102,3 +104,24 @@ def test_merge_keeps_the_stronger_finding_and_the_others_evidence():
     assert [(f.kind, f.impact) for f in merged] == [("external_pressure", 50), ("capacity", 30), ("leak", 10)]
     assert merged[0].evidence == "external_pressure evidence Also (scheduled_job): scheduled_job evidence"
     assert merged[1].metrics["related"][0]["kind"] == "prompt_threshold"
+
+
+def test_oom_messages_without_request_sizes_make_no_capacity_finding(tmp_path) -> None:
+    """The sample fleet's a10-06 writes only a text log: 54 of its OOMs say little was free and name nobody
+    else (rule message_capacity), which a leak or a passing peak explains as well as a request too large for
+    the card. Alone they make no capacity finding (harness fleet 31026 reported one for its leaking A10s);
+    beside request logs that size requests they join the card's (tests/golden)."""
+    from oomlab import api
+    from oomlab.analyses.fleet.classify import classify_ooms
+    from oomlab.config import IngestOptions
+    from oomlab.findings.causes import capacity_findings
+
+    db = tmp_path / "a10-06.duckdb"
+    api.ingest(db, [str(FLEET / "textlogs" / "a10-06.log.gz")], IngestOptions())
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        events = classify_ooms(con)
+        assert events.filter(pl.col("rule") == "message_capacity").height == 54
+        assert capacity_findings(con, events) == []
+    finally:
+        con.close()

@@ -376,6 +376,6 @@ def _beyond_control(row: dict) -> bool:
     process holds 10 GiB gives a lift in the hundreds against a control at 2, a decoy at the control's level.
     """
     lift, control_lift = row["lift"], row["control_lift"]
-    if lift is None or lift < MIN_LIFT * control_lift:
+    if lift is not None and lift < MIN_LIFT * control_lift:  # None: no OOM outside, a lift beyond any
         return False
     return poisson_excess_p(row["ooms_in"], row["expected_in"] * control_lift) < ALPHA
