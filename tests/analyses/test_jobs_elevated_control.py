@@ -3,7 +3,9 @@
 The fleet is the harness's seeded scenario 7017 (`sample_logs/generate.py --scenario --seed 7017`, full
 traffic): `batch-eval` (`a10-*`, 23:05 for 68 min) starts a 10.1 GiB process on both A10s, while the T4s that
 do not run it leak and fail most near the fleet's traffic peak at 03:00, so at the job's hours they too fail
-twice as often as the rest of the day (a control lift of 2.2, p 1e-4). The job's hosts fail 572 times as often.
+twice as often as the rest of the day (a control lift of 2.2, p 1e-4, counting every OOM). The job's hosts failed
+572 times as often. The leak's OOMs are now set aside as the process's own (the control's lift falls under
+MIN_LIFT); the rule for a control that is elevated at the job's hours is tested on rows below.
 """
 
 from __future__ import annotations
@@ -40,12 +42,14 @@ def effects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
         con.close()
 
 
-def test_the_job_is_reported_beyond_an_elevated_control(effects: dict[str, dict]) -> None:
+def test_the_job_is_reported_and_the_controls_leak_set_aside(effects: dict[str, dict]) -> None:
     job = effects["batch-eval"]
     assert job["verdict"] == "reported"
     assert job["hosts_affected"] == ["a10-01", "a10-02"]
-    assert job["control_lift"] >= jobs.MIN_LIFT and job["control_p_value"] < jobs.ALPHA
-    assert job["lift"] > 100 * job["control_lift"]
+    # the control's excess at those hours was its leak's OOMs; they fail whatever runs beside them
+    # (jobs.INTRINSIC_RULES), so the control is no longer elevated once they are set aside
+    assert job["control_lift"] < jobs.MIN_LIFT
+    assert job["lift"] is None  # no OOM outside its windows once the process's own are set aside
 
 
 def _row(lift: float, ooms_in: int, expected_in: float) -> dict:

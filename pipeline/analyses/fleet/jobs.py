@@ -44,11 +44,13 @@ from .rate_tests import (
 ALPHA = 0.01
 MIN_LIFT = 2.0
 MIN_OOMS_INSIDE = 5
-# OOMs that fail whatever else runs on the card: a request that needs more than the card ever served even on
-# a fresh baseline ('capacity'), or one that the process's own cache covered twice over in pieces
-# ('fragmentation'). Neither can be a job's doing, and large requests or a fragmenting process that happen
-# to cluster at a job's hours would otherwise be blamed on it.
-INTRINSIC_RULES = ("capacity", "fragmentation")
+# OOMs that fail whatever else runs on the card (classify_rules.py): a request that needs more than the card
+# ever served even on a fresh baseline ('capacity'), one that the process's own cache covered twice over in
+# pieces ('fragmentation'), one that a leak's baseline alone pushed over the edge ('leak_alone': a neighbour,
+# if any, would not have; 'leak_dominates': leaked bytes fill most of the limit). None can be a job's doing,
+# and since they come in bursts (a leak fails request after request until the restart; large prompts come in
+# batches) a burst that happens to fall in a job's hours would otherwise be blamed on the job.
+INTRINSIC_RULES = ("capacity", "fragmentation", "leak_alone", "leak_dominates")
 
 # The runs that fall in the time the job's hosts have data (cron rules are expanded with a day of margin).
 
@@ -99,32 +101,22 @@ def host_effects(
 def _intrinsic_counts(
     con: duckdb.DuckDBPyConnection, since: datetime | None, until: datetime | None
 ) -> dict[tuple[str, str], tuple[int, int]]:
-    """(job, instance) -> OOMs of INTRINSIC_RULES inside and outside the job's windows, minute by minute as
-    fct_job_minutes counts them (a minute is inside when it starts in [start's minute, end))."""
+    """(job, instance) -> OOMs of INTRINSIC_RULES inside and outside the job's windows, over the minutes
+    fct_job_minutes counts (so that they can be taken from its OOM counts)."""
     events = classify_ooms(con, since, until)
-    minutes = events.filter(
+    mine = events.filter(
         pl.col("rule").is_in(INTRINSIC_RULES) & (pl.col("origin") != "snapshot") & pl.col("ts").is_not_null()
-    ).select("instance", pl.col("ts").dt.truncate("1m").alias("minute"), pl.int_range(pl.len()).alias("oom"))
-    if minutes.is_empty():
-        return {}
-    windows = con.sql(sql_text("q_job_windows")).pl()
-    if windows.is_empty():
-        return {}
-    roles = windows.select("name", pl.col("host").alias("instance")).unique()
-    per_role = minutes.join(roles, on="instance")
-    inside = (
-        per_role.join(windows.rename({"host": "instance"}), on=["name", "instance"])
-        .filter((pl.col("minute") >= pl.col("start_ts").dt.truncate("1m")) & (pl.col("minute") < pl.col("end_ts")))
-        .select("name", "instance", "oom")
-        .unique()
-        .group_by("name", "instance")
-        .len("inside")
     )
-    totals = per_role.group_by("name", "instance").len("total").join(inside, on=["name", "instance"], how="left")
-    return {
-        (row["name"], row["instance"]): (row["inside"] or 0, row["total"] - (row["inside"] or 0))
-        for row in totals.iter_rows(named=True)
+    if mine.is_empty():
+        return {}
+    params = {
+        "instances": mine["instance"].to_list(),
+        "minutes": mine["ts"].dt.truncate("1m").to_list(),
+        "since": utc_naive(since),
+        "until": utc_naive(until),
     }
+    found = con.sql(sql_text("q_job_intrinsic_ooms"), params=params).fetchall()
+    return {(name, instance): (inside, outside) for name, instance, inside, outside in found}
 
 
 _HOST_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
