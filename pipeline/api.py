@@ -52,18 +52,22 @@ class QueryResult:
 
 
 def query(db_path: str | Path, sql: str, params: list[object] | None = None) -> QueryResult:
-    """Run one SQL statement read-only against the database."""
+    """Run one SQL statement against the database, read-only in fact: no file outside it, no extension, no
+    setting can be reached (load.tables.lock_down)."""
     import duckdb
 
-    from .load.tables import connect
+    from .load.tables import connect, lock_down
 
     with connect(db_path, read_only=True) as con:
+        lock_down(con)
         try:
             cursor = con.execute(sql, params or [])
             columns = [d[0] for d in cursor.description] if cursor.description else []
             return QueryResult(columns, cursor.fetchall() if columns else [])
         except duckdb.Error as exc:
-            raise DatabaseError(f"query failed: {str(exc).splitlines()[0]}") from exc
+            refused = isinstance(exc, duckdb.PermissionException) or "configuration has been locked" in str(exc)
+            hint = "oomlab query reads the database only: no other file, extension or setting" if refused else None
+            raise DatabaseError(f"query failed: {str(exc).splitlines()[0]}", hint=hint) from exc
 
 
 class FindingsResult(list["Finding"]):

@@ -44,8 +44,9 @@ class Reject:
     raw: str = field(default="")
 
 
-# What became of one input file.
-SKIPPED, INGESTED, FAILED = "skipped", "ingested", "failed"
+# What became of one input file: NOTHING_FOUND is a file read whole that holds nothing oomlab reads (its
+# message says what was looked for); the ingest still succeeds.
+SKIPPED, INGESTED, FAILED, NOTHING_FOUND = "skipped", "ingested", "failed", "nothing found"
 
 
 @dataclass

@@ -61,8 +61,9 @@ def _parse_tags(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option(
     "--at",
     metavar="TIME",
-    help="When printouts without a time of their own (memory_summary, memory_stats) were taken, ISO 8601 "
-    "(read in --tz).",
+    help="When inputs without a time of their own were taken (memory_summary / memory_stats printouts, an "
+    "nvidia-smi -q report, a metrics scrape without timestamps), ISO 8601 (read in --tz); without it they are "
+    "stored with no time.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def ingest(

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
-from ..records import FAILED, SKIPPED, IngestReport
+from ..records import FAILED, NOTHING_FOUND, SKIPPED, IngestReport
+from .terminal import visible
 
 if TYPE_CHECKING:
     from ..api import QueryResult
@@ -56,10 +58,32 @@ def print_query_result(result: QueryResult, fmt: str) -> None:
         rows = [{c: _jsonable(v) for c, v in zip(result.columns, row, strict=True)} for row in result.rows]
         sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
     else:
-        table = Table(*result.columns)
-        for row in result.rows:
-            table.add_row(*("" if v is None else str(v) for v in row))
-        _stdout().print(table)
+        console = _stdout()
+        cells = [[visible(v) for v in row] for row in result.rows]
+        if _table_width(result.columns, cells) > console.width:
+            _print_records(console, result.columns, cells)
+            return
+        table = Table(*(visible(c) for c in result.columns))
+        for row in cells:
+            table.add_row(*(Text(v) for v in row))
+        console.print(table)
+
+
+def _table_width(columns: list[str], cells: list[list[str]]) -> int:
+    """The width a table of these cells needs unwrapped: the widest line of each column, plus borders."""
+    widths = [
+        max([len(c), *(max(map(len, row[i].splitlines() or [""])) for row in cells)]) for i, c in enumerate(columns)
+    ]
+    return sum(widths) + 3 * len(columns) + 1
+
+
+def _print_records(console: Console, columns: list[str], cells: list[list[str]]) -> None:
+    """A result too wide for the terminal, one record after another with a line per column (psql's \\x)."""
+    name_width = max(map(len, columns), default=0)
+    for number, row in enumerate(cells, start=1):
+        console.print(Text(f"-[ record {number} ]-", style="bold"))
+        for column, value in zip(columns, row, strict=True):
+            console.print(Text(f"{visible(column):<{name_width}} | {value}"))
 
 
 class _BarProgress:
@@ -119,19 +143,20 @@ def print_ingest_report(report: IngestReport) -> None:
     err = _stderr()
     for result in report.results:
         if result.status == FAILED:
-            err.print(f"error: {result.message}", markup=False)
+            err.print(f"error: {visible(result.message)}", markup=False)
+        elif result.status == NOTHING_FOUND:
+            err.print(f"{visible(result.path)}: {visible(result.message)}", markup=False)
         elif result.status == SKIPPED and result.message:
-            err.print(
-                f"skipped: {result.path}: {result.message}"
-                if not result.message.startswith(result.path)
-                else f"skipped: {result.message}",
-                markup=False,
+            message = (
+                f"{result.path}: {result.message}" if not result.message.startswith(result.path) else result.message
             )
+            err.print(f"skipped: {visible(message)}", markup=False)
         for sample in result.reject_samples:
-            err.print(f"rejected: {sample}", markup=False)
+            err.print(f"rejected: {visible(sample)}", markup=False)
         if result.rejects > len(result.reject_samples):
             err.print(
-                f"rejected: {result.path}: {result.rejects - len(result.reject_samples)} more, see table rejects",
+                f"rejected: {visible(result.path)}: {result.rejects - len(result.reject_samples)} more, "
+                "see table rejects",
                 markup=False,
             )
     _stdout().print(_summary_table(report))
@@ -141,14 +166,15 @@ def _summary_table(report: IngestReport) -> Table:
     table = Table("source", "kind", "status", "rows", "rejects", title="ingest summary")
     table.columns[0].overflow = "fold"
     for result in report.results[:_MAX_SUMMARY_ROWS]:
-        table.add_row(result.path, result.kind, result.status, str(result.rows), str(result.rejects))
+        table.add_row(Text(visible(result.path)), result.kind, result.status, str(result.rows), str(result.rejects))
     hidden = len(report.results) - _MAX_SUMMARY_ROWS
     if hidden > 0:
         table.add_row(f"... {hidden} more", "", "", "", "")
     counts = {s: sum(1 for r in report.results if r.status == s) for s in ("ingested", "skipped", "failed")}
+    empty = sum(1 for r in report.results if r.status == NOTHING_FOUND)
     table.caption = (
         f"{len(report.results)} sources: {counts['ingested']} ingested, {counts['skipped']} skipped, "
-        f"{counts['failed']} failed; {sum(r.rows for r in report.results)} rows, "
-        f"{sum(r.rejects for r in report.results)} rejects"
+        f"{counts['failed']} failed{f', {empty} with nothing found' if empty else ''}; "
+        f"{sum(r.rows for r in report.results)} rows, {sum(r.rejects for r in report.results)} rejects"
     )
     return table

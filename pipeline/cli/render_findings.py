@@ -12,6 +12,8 @@ from rich.console import Console
 from rich.padding import Padding
 from rich.text import Text
 
+from .terminal import plain, visible
+
 if TYPE_CHECKING:
     from ..api import FindingsResult
     from ..findings.finding import Finding
@@ -39,10 +41,10 @@ def write_findings_json(result: FindingsResult, since: datetime | None, until: d
 
 def _heading(number: int, finding: Finding) -> Text:
     heading = Text(f"{number}. ", style="bold")
-    heading.append(finding.subject, style="bold")
+    heading.append(visible(finding.subject), style="bold")
     heading.append(f"  [{finding.kind}]", style="cyan")
     if finding.window and finding.window.recurring:
-        heading.append(f"  {finding.window.recurring}", style="magenta")
+        heading.append(f"  {visible(finding.window.recurring)}", style="magenta")
     heading.append(f"  confidence {finding.confidence:.2f}, impact {finding.impact:,.0f} OOMs", style="dim")
     return heading
 
@@ -52,12 +54,12 @@ def print_findings(result: FindingsResult) -> None:
     heading, its evidence and what to do."""
     console = Console(soft_wrap=False)
     if result.data_quality is not None:
-        console.print(Text(result.data_quality.text, style="bold yellow"), end="\n\n")
+        console.print(plain(result.data_quality.text, style="bold yellow"), end="\n\n")
     found = list(result)
     if not found:
         console.print("no findings: nothing in the data stands out")
         return
     for number, finding in enumerate(found, start=1):
         console.print(_heading(number, finding))
-        console.print(Padding(Text(finding.evidence), (0, 0, 0, 4)))
-        console.print(Padding(Text("-> " + finding.advice, style="green"), (0, 0, 1, 4)))
+        console.print(Padding(plain(finding.evidence), (0, 0, 0, 4)))
+        console.print(Padding(plain("-> " + finding.advice, style="green"), (0, 0, 1, 4)))

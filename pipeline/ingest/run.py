@@ -13,9 +13,10 @@ from ..errors import EmptyInputError, OomlabError
 from ..load import tables as load
 from ..parse import detect
 from ..parse.facts import FileFacts, facts_in_background, sha256_of
-from ..records import FAILED, INGESTED, SKIPPED, IngestReport, SourceResult
+from ..records import FAILED, INGESTED, NOTHING_FOUND, SKIPPED, IngestReport, SourceResult
 from .ahead import Ahead
 from .calendar import refresh_rule_occurrences
+from .nothing_found import nothing_found_note
 from .paths import InputFile, total_bytes
 from .progress import Progress, ReadPosition, polling
 from .requests import FastPathRefused, ingest_structured
@@ -120,15 +121,17 @@ def _ingest_in_transaction(
         if duplicate:
             con.execute("ROLLBACK")
             return SourceResult(path, SKIPPED, kind, message=f"already ingested as {duplicate}")
+        note = nothing_found_note(Path(path), kind) if rows == 0 and rejects == 0 else None
         load.insert_source(
-            con, load.SourceRow(source_id, abspath, sha, kind, rows, rejects, size, options.labels_for(path))
+            con, load.SourceRow(source_id, abspath, sha, kind, rows, rejects, size, options.labels_for(path), note)
         )
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
     samples = _reject_samples(con, path, source_id) if rejects else []
-    return SourceResult(path, INGESTED, kind, rows, rejects, reject_samples=samples)
+    status = INGESTED if note is None else NOTHING_FOUND
+    return SourceResult(path, status, kind, rows, rejects, message=note or "", reject_samples=samples)
 
 
 def _load_content(

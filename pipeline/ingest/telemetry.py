@@ -1,29 +1,35 @@
-"""GPU telemetry: nvidia-smi query CSVs and Prometheus scrapes (DCGM, vLLM) into their tables, and vLLM's
-start-up memory report from text logs into `engine_memory`."""
+"""GPU telemetry: nvidia-smi (query CSVs, its table, -q, dmon), dcgmi dmon, rocm-smi and Prometheus scrapes
+(DCGM, serving engines) into their tables, and serving engines' start-up memory reports from text logs into
+`engine_memory`."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
-from datetime import UTC, datetime
+import re
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-from zoneinfo import ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import duckdb
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ..parse.telemetry.vllm import StartupMemory, StartupScanner
+    from ..parse.telemetry.startup import StartupMemory, StartupScanner
 
-from ..config import IngestOptions, instance_from_filename
+from ..config import IngestOptions
 from ..errors import InputError
 from ..load import tables as load
 from ..parse.compression import READ_ERRORS, open_binary
+from ..parse.detect import PROMETHEUS
 from ..parse.telemetry.memory import impossible_memory
-from ..parse.telemetry.nvsmi import APPS_COLUMNS, GPU_COLUMNS, NVSMI_APPS, NVSMI_GPU, read_nvsmi
-from ..parse.telemetry.prom import DCGM_FIELDS, DCGM_PREFIX, VLLM_PREFIX, Sample, dcgm_value, read_samples
+from ..parse.telemetry.naming import file_instance
+from ..parse.telemetry.nvsmi import NVSMI_APPS, NVSMI_GPU, read_nvsmi
+from ..parse.telemetry.prom import read_samples
+from ..parse.telemetry.reports import REPORT_ORIGINS, read_report
+from ..parse.telemetry.scrape import ENGINE_SAMPLES, Scrape
+from ..parse.telemetry.values import GPU_COLUMNS, GPU_SAMPLES, PROCESS_COLUMNS, PROCESS_SAMPLES, TelemetryRow
 from ..parse.text.logline import LineClock
 from ..records import Reject
 
@@ -54,185 +60,144 @@ _TYPES: dict[str, str] = {
     "utilization_memory": "float64",
     "temperature": "float64",
     "power_w": "float64",
+    "mig_instance_id": "int32",
+    "mig_profile": "string",
+    "hostname": "string",
+    "pod": "string",
+    "namespace": "string",
+    "container": "string",
 }
-_DCGM_KEY_LABELS = ("gpu", "UUID", "GPU_I_ID")
+# The columns each telemetry table is loaded with (a row's missing keys are NULL).
+_TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
+    GPU_SAMPLES: ("source_id", *GPU_COLUMNS, "instance", "origin"),
+    PROCESS_SAMPLES: ("source_id", *PROCESS_COLUMNS, "instance", "origin"),
+    ENGINE_SAMPLES: ("source_id", "line", "ts", "instance", "framework", "model_name", "metric", "value", "labels"),
+}
+# The largest whole numbers an INTEGER and a BIGINT column hold.
+_INT32_MAX, _INT64_MAX = 2**31 - 1, 2**63 - 1
+# A UUID masked by whoever shared the file (`GPU-00000000-0000-...`): it names no GPU to find a host by.
+_MASKED_UUID = re.compile(r"^(?:GPU|MIG)-[0-]+$")
 
 
 def ingest_telemetry(
     con: duckdb.DuckDBPyConnection, path: Path, kind: str, source_id: int, options: IngestOptions
 ) -> tuple[int, int]:
-    """Load one telemetry file of a detected kind (`nvsmi_gpu`, `nvsmi_apps`, `prometheus`)."""
+    """Load one telemetry file of a detected kind (detect.TELEMETRY) into its tables; returns (rows, rejects)."""
     try:
-        if kind in (NVSMI_GPU, NVSMI_APPS):
-            return ingest_nvsmi(con, path, kind, source_id, options)
-        return ingest_prometheus(con, path, source_id, options)
+        rows, rejects, origin = _read(path, kind, options)
     except (*READ_ERRORS, ZoneInfoNotFoundError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         raise InputError(
             str(path), f"cannot read: {reason}", hint="check that the file is complete and not corrupted"
         ) from exc
-
-
-def ingest_nvsmi(
-    con: duckdb.DuckDBPyConnection, path: Path, kind: str, source_id: int, options: IngestOptions
-) -> tuple[int, int]:
-    """Load one nvidia-smi query CSV into gpu_samples or gpu_process_samples; returns (rows, rejects)."""
-    rows, rejects = [], []
-    for item in read_nvsmi(path, kind, options.tz):
-        if isinstance(item, Reject):
-            rejects.append(item)
-        else:
-            rows.append(item)
-    labels = {"source_id": source_id, "instance": options.instance_for(path), "origin": "nvidia-smi"}
-    if kind == NVSMI_APPS:
-        inserted = insert_rows(con, "gpu_process_samples", [{**r, **labels} for r in rows], (*APPS_COLUMNS, *labels))
-    else:
-        inserted = insert_rows(con, "gpu_samples", [{**r, **labels} for r in rows], (*GPU_COLUMNS, *labels))
+    rows, outsized = _within_columns(rows)
+    placed = _Placement(source_id, origin, options, _fallback_instance(con, path, rows)).place(rows)
+    rejects += outsized
+    inserted = sum(insert_rows(con, table, placed[table], columns) for table, columns in _TABLE_COLUMNS.items())
     return inserted, load.insert_rejects(con, source_id, rejects)
 
 
-def ingest_prometheus(
-    con: duckdb.DuckDBPyConnection, path: Path, source_id: int, options: IngestOptions
-) -> tuple[int, int]:
-    """Load one Prometheus text file: DCGM fields into gpu_samples, `vllm:` metrics into engine_samples."""
-    scrape = _Scrape(path, source_id, options)
+def _read(path: Path, kind: str, options: IngestOptions) -> tuple[list[TelemetryRow], list[Reject], str]:
+    """The file's rows, its rejects, and the origin its GPU rows get."""
+    if kind in (NVSMI_GPU, NVSMI_APPS):
+        table = PROCESS_SAMPLES if kind == NVSMI_APPS else GPU_SAMPLES
+        rows: list[TelemetryRow] = []
+        rejects: list[Reject] = []
+        for item in read_nvsmi(path, kind, options.tz):  # it checks its rows' memory, under the CSV's names
+            if isinstance(item, Reject):
+                rejects.append(item)
+            else:
+                rows.append(TelemetryRow(table, item))
+        return rows, rejects, "nvidia-smi"
     with open_binary(path) as handle:
         lines = (raw.decode("utf-8", errors="replace") for raw in handle)
-        for item in read_samples(lines):
-            scrape.take(item)
-    gpu = insert_rows(con, "gpu_samples", scrape.possible_gpu_rows(), scrape.GPU_ROW)
-    engine = insert_rows(con, "engine_samples", scrape.engine, scrape.ENGINE_ROW)
-    return gpu + engine, load.insert_rejects(con, source_id, scrape.rejects)
+        if kind == PROMETHEUS:
+            scrape = Scrape(at=options.at, instance=options.instance).read(read_samples(lines))
+            return scrape.rows(), scrape.rejects, "dcgm"
+        zone = ZoneInfo(options.tz) if options.tz else None
+        return *_split(list(read_report(lines, kind, zone))), REPORT_ORIGINS[kind]
 
 
-class _Scrape:
-    """Samples of one file, sorted into their tables; DCGM fields of one GPU and moment make one row."""
-
-    GPU_ROW = (
-        "source_id",
-        "line",
-        "ts",
-        "instance",
-        "gpu_index",
-        "gpu_name",
-        "gpu_uuid",
-        "gpu_bus_id",
-        *dict.fromkeys(f.column for f in DCGM_FIELDS.values()),
-        "origin",
-    )
-    ENGINE_ROW = ("source_id", "line", "ts", "instance", "framework", "model_name", "metric", "value", "labels")
-
-    def __init__(self, path: Path, source_id: int, options: IngestOptions) -> None:
-        self.source_id = source_id
-        self.options = options
-        self.fallback_instance = instance_from_filename(path)
-        # A sample without a timestamp is one of a single scrape saved to the file: it takes the file's time.
-        self.file_time = datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(tzinfo=None)
-        self.gpus: dict[tuple, dict[str, object]] = {}
-        self.engine: list[dict[str, object]] = []
-        self.rejects: list[Reject] = []
-        self._untimed: set[tuple] = set()
-
-    def take(self, item: Sample | Reject) -> None:
-        """File one sample (or reject) where it belongs; other metric families are not loaded."""
-        if isinstance(item, Reject):
-            self.rejects.append(item)
-        elif item.name.startswith(DCGM_PREFIX) and item.name in DCGM_FIELDS:
-            self._dcgm(item)
-        elif item.name.startswith(VLLM_PREFIX) and not item.name.endswith("_bucket"):
-            self._vllm(item)
-
-    def possible_gpu_rows(self) -> list[dict[str, object]]:
-        """The GPU rows, less those whose memory no card can show (each a reject at the line of its first
-        field): DCGM's fields of one GPU and moment are only complete once the whole file is read."""
-        names = {field.column: name for name, field in DCGM_FIELDS.items()}
-        kept = []
-        for row in self.gpus.values():
-            reason = impossible_memory(row, names)
+def _split(items: list[TelemetryRow | Reject]) -> tuple[list[TelemetryRow], list[Reject]]:
+    """A report's rows, less those whose memory no card can show (a reject each, naming the columns), and its
+    rejects."""
+    rows: list[TelemetryRow] = []
+    rejects = [i for i in items if isinstance(i, Reject)]
+    for item in items:
+        if isinstance(item, TelemetryRow):
+            reason = impossible_memory(item.row, {})
             if reason is None:
-                kept.append(row)
+                rows.append(item)
             else:
-                self.rejects.append(Reject(row["line"], reason, json.dumps(row, default=str)))  # type: ignore[arg-type]
-        return kept
+                rejects.append(Reject(item.row.get("line"), reason, json.dumps(item.row, default=str)))  # type: ignore[arg-type]
+    return rows, rejects
 
-    def _ts(self, sample: Sample) -> datetime | None:
-        """The sample's time; None (and a reject) for a series repeated without timestamps."""
-        if sample.ts is not None:
-            return sample.ts
-        series = (sample.name, tuple(sorted(sample.labels.items())))
-        if series in self._untimed:
-            self.rejects.append(
-                Reject(
-                    sample.line,
-                    f"{sample.name}: series repeated without a timestamp "
-                    "(several scrapes in one file need sample timestamps)",
-                    sample.raw,
-                )
-            )
-            return None
-        self._untimed.add(series)
-        return self.file_time
 
-    def _instance(self, labels: dict[str, str]) -> str:
-        """--instance, else the exporter's Hostname label, else the file name."""
-        return self.options.instance or labels.get("Hostname") or self.fallback_instance
+def _within_columns(rows: list[TelemetryRow]) -> tuple[list[TelemetryRow], list[Reject]]:
+    """The rows whose whole numbers fit their columns (INTEGER indexes, BIGINT the rest), and a reject for
+    each other: a mangled line's `GPU 99999999999` is no device index, and would fail the whole file's insert."""
+    kept: list[TelemetryRow] = []
+    rejects: list[Reject] = []
+    for item in rows:
+        big = next((column for column, value in item.row.items() if _outsized(column, value)), None)
+        if big is None:
+            kept.append(item)
+        else:
+            reason = f"{big} {item.row[big]} is out of range"
+            rejects.append(Reject(item.row.get("line"), reason, json.dumps(item.row, default=str)))  # type: ignore[arg-type]
+    return kept, rejects
 
-    def _dcgm(self, sample: Sample) -> None:
-        """A DCGM field: one column of its GPU's row at that moment."""
-        gpu = sample.labels.get("gpu", "")
-        if not gpu.isdigit():
-            self.rejects.append(Reject(sample.line, f"{sample.name}: no gpu index label", sample.raw))
-            return
-        try:
-            value = dcgm_value(sample, DCGM_FIELDS[sample.name])
-        except ValueError as exc:
-            self.rejects.append(Reject(sample.line, str(exc), sample.raw))
-            return
-        ts = self._ts(sample)
-        if ts is None:
-            return
-        instance = self._instance(sample.labels)
-        key = (ts, instance, *(sample.labels.get(k) for k in _DCGM_KEY_LABELS))
-        row = self.gpus.setdefault(
-            key,
-            {
-                "source_id": self.source_id,
-                "line": sample.line,
-                "ts": ts,
-                "instance": instance,
-                "gpu_index": int(gpu),
-                "gpu_name": sample.labels.get("modelName"),
-                "gpu_uuid": sample.labels.get("UUID") or sample.labels.get("uuid"),
-                "gpu_bus_id": sample.labels.get("pci_bus_id"),
-                "origin": "dcgm",
-            },
-        )
-        row[DCGM_FIELDS[sample.name].column] = value
 
-    def _vllm(self, sample: Sample) -> None:
-        """A vLLM metric sample, with all its labels."""
-        ts = self._ts(sample)
-        if ts is None:
-            return
-        self.engine.append(
-            {
-                "source_id": self.source_id,
-                "line": sample.line,
-                "ts": ts,
-                "instance": self._instance(sample.labels),
-                "framework": "vllm",
-                "model_name": sample.labels.get("model_name"),
-                "metric": sample.name,
-                "value": sample.value,
-                "labels": json.dumps(sample.labels, sort_keys=True),
-            }
-        )
+def _outsized(column: str, value: object) -> bool:
+    limit = _INT32_MAX if _TYPES.get(column) == "int32" else _INT64_MAX
+    return isinstance(value, int) and abs(value) > limit
+
+
+def _fallback_instance(con: duckdb.DuckDBPyConnection, path: Path, rows: list[TelemetryRow]) -> str:
+    """The instance of rows that name no host: the one already holding one of the file's GPUs (by UUID: the
+    compute-apps file of a host whose --query-gpu file was ingested, or the other way round), else the one the
+    file's name gives (its folder, for a file named after the tool; naming.file_instance)."""
+    uuids = sorted({u for r in rows if isinstance(u := r.row.get("gpu_uuid"), str) and not _MASKED_UUID.match(u)})
+    if uuids:
+        known = con.execute(
+            "SELECT instance FROM ("
+            "SELECT instance FROM gpu_samples WHERE list_contains($uuids, gpu_uuid) "
+            "UNION ALL SELECT instance FROM gpu_process_samples WHERE list_contains($uuids, gpu_uuid)"
+            ") WHERE instance IS NOT NULL GROUP BY instance ORDER BY count(*) DESC, instance LIMIT 1",
+            {"uuids": uuids},
+        ).fetchall()
+        if known:
+            return known[0][0]
+    return file_instance(path)
+
+
+@dataclass(frozen=True)
+class _Placement:
+    """Where and when a file's rows go: --instance, else the host the row names, else the file's instance;
+    the row's own time, else --at, else none (NULL: never the file's modification time)."""
+
+    source_id: int
+    origin: str
+    options: IngestOptions
+    fallback: str
+
+    def place(self, rows: list[TelemetryRow]) -> dict[str, list[dict[str, object]]]:
+        placed: dict[str, list[dict[str, object]]] = {table: [] for table in _TABLE_COLUMNS}
+        for item in rows:
+            row = dict(item.row)
+            row["source_id"] = self.source_id
+            row["ts"] = row["ts"] if row.get("ts") is not None else self.options.at
+            row["instance"] = self.options.instance or row.get("instance") or row.get("hostname") or self.fallback
+            if item.table != ENGINE_SAMPLES:
+                row["origin"] = self.origin
+            placed[item.table].append(row)
+        return placed
 
 
 def startup_scanner(options: IngestOptions) -> StartupScanner:
-    """A reader of vLLM start-up memory reports for the windows of a text log's OOM scan."""
+    """A reader of serving engines' start-up memory reports for the windows of a text log's OOM scan."""
     # imported here: it brings textscan (polars, numpy), which nvidia-smi and Prometheus files never need
-    from ..parse.telemetry.vllm import StartupScanner
+    from ..parse.telemetry.startup import StartupScanner
 
     try:
         return StartupScanner(LineClock(options.tz))
@@ -243,12 +208,24 @@ def startup_scanner(options: IngestOptions) -> StartupScanner:
 def insert_engine_memory(
     con: duckdb.DuckDBPyConnection, reports: list[StartupMemory], source_id: int, instance: str
 ) -> int:
-    """Append the vLLM start-up memory reports of one text log to engine_memory; returns how many."""
-    from ..parse.telemetry.vllm import STARTUP_COLUMNS
+    """Append the engine start-up memory reports of one text log to engine_memory; returns how many."""
+    import pyarrow as pa
 
-    labels = {"source_id": source_id, "instance": instance, "framework": "vllm"}
+    from ..parse.telemetry.startup import STARTUP_COLUMNS
+
+    if not reports:
+        return 0
+    labels = {"source_id": source_id, "instance": instance}
     rows = [{**asdict(r), **labels, "variant": r.variant or None} for r in reports]
-    return insert_rows(con, "engine_memory", rows, (*labels, *STARTUP_COLUMNS))
+    # `device` is text (`CUDA0`), a column _TYPES does not know (unknown ones are int64): added to the table here
+    typed = tuple(c for c in (*labels, *STARTUP_COLUMNS) if c != "device")
+    table = _arrow(rows, typed).append_column("device", pa.array([r.device for r in reports], pa.string()))
+    con.register("new_engine_memory", table)
+    try:
+        con.execute("INSERT INTO engine_memory BY NAME SELECT * FROM new_engine_memory")
+    finally:
+        con.unregister("new_engine_memory")
+    return len(rows)
 
 
 def insert_rows(

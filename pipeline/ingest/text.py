@@ -1,5 +1,5 @@
-"""Text logs: every OOM message found becomes an oom_events row (origin `message`); vLLM start-up memory
-reports, read from the same pass, become engine_memory rows, and memory_summary() tables allocator_stats
+"""Text logs: every OOM message found becomes an oom_events row (origin `message`); serving engines' start-up
+memory reports, read from the same pass, become engine_memory rows, and memory_summary() tables allocator_stats
 rows."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import duckdb
 from ..config import IngestOptions
 from ..load import tables as load
 from ..parse.allocator import SUMMARY_FINDER, SummaryScanner
-from ..parse.telemetry.vllm import FINDER as STARTUP_FINDER
+from ..parse.telemetry.startup import FINDER as STARTUP_FINDER
 from ..parse.text.textlog import scan_text_log
 from ..records import Reject, TextOom
 from .allocator import insert_moments

@@ -76,6 +76,24 @@ def _open(db_path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     return con
 
 
+# What a connection that runs someone's SQL may not do: touch any file but the database (COPY TO, read_csv,
+# glob, ATTACH, EXPORT DATABASE), install or load extensions (INSTALL httpfs reaches the network), or change
+# settings (the lock comes last: it keeps the others from being turned back on).
+_LOCKDOWN = (
+    "SET enable_external_access = false",
+    "SET autoinstall_known_extensions = false",
+    "SET autoload_known_extensions = false",
+    "SET allow_community_extensions = false",
+    "SET lock_configuration = true",
+)
+
+
+def lock_down(con: duckdb.DuckDBPyConnection) -> None:
+    """Make a read-only connection read the database and nothing else, for the rest of its life."""
+    for statement in _LOCKDOWN:
+        con.execute(statement)
+
+
 def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: object = None) -> object:
     """The first value of the first row, or None; the result is read to its end, as DuckDB requires."""
     rows = con.execute(sql, params).fetchall()
@@ -141,6 +159,7 @@ class SourceRow:
     rejects: int
     size_bytes: int
     labels: dict[str, object]
+    note: str | None = None  # why it yielded nothing, when it did not
 
 
 def insert_source(con: duckdb.DuckDBPyConnection, src: SourceRow) -> None:
@@ -157,6 +176,7 @@ def insert_source(con: duckdb.DuckDBPyConnection, src: SourceRow) -> None:
             "rejects": src.rejects,
             "size_bytes": src.size_bytes,
             "labels": json.dumps(src.labels, sort_keys=True),
+            "note": src.note,
         },
     )
 

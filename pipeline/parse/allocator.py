@@ -46,12 +46,20 @@ _UNITS = (
 )
 
 HEADER_MARKER = b"PyTorch CUDA memory summary"
+# memory_stats() printed by Python (a dict or an OrderedDict, on one line or pretty-printed one key per
+# line): the lines holding its keys.
+_STATS_MARKERS = (
+    *(f"{scope}.{stat}'".encode() for scope in ("all", "_pool") for stat in ("current", "peak", "allocated", "freed")),
+    b"'num_ooms'",
+    b"'num_alloc_retries'",
+)
 # Marker strings of the lines a summary is read from (textscan finds them; the rest of the table is rules).
 SUMMARY_MARKERS: tuple[bytes, ...] = (
     HEADER_MARKER,
     b"CUDA OOMs:",
     *(f"| {label}".encode() for label in SUMMARY_METRICS),
     *(label.encode() for label in _POOLS),
+    *_STATS_MARKERS,
 )
 SUMMARY_FINDER = MarkerFinder(SUMMARY_MARKERS)  # pass it to scan_text_log(also=...) to share the OOM scan's search
 _HEADER = re.compile(r"PyTorch CUDA memory summary, device ID (\d+)")
@@ -62,6 +70,13 @@ _CELL = re.compile(r"^\s*(-?\d+)\s*(B|[KMGTP]i?B)?\s*$")
 # A memory_stats() key: metric, pool and stat.
 _STAT_KEY = re.compile(r"^(\w+)\.(all|large_pool|small_pool)\.(current|peak|allocated|freed)$")
 _TOP_LEVEL = ("num_ooms", "num_alloc_retries")
+# One counter of a printed dict: `'allocated_bytes.all.current': 123` or `('allocated_bytes.all.current', 123)`.
+_PAIR = re.compile(
+    r"""['"](\w+\.(?:all|large_pool|small_pool)\.(?:current|peak|allocated|freed)|num_ooms|num_alloc_retries)"""
+    r"""['"]\s*[:,]\s*(-?\d+)"""
+)
+# A summary pasted as a Python string repr holds its rows on one line, separated by a literal backslash-n.
+_LITERAL_NEWLINE = "\\n"
 
 
 @dataclass
@@ -99,10 +114,22 @@ class SummaryReader:
 
     current: AllocatorMoment | None = None
     metric: str | None = None
+    last_line: int = 0  # the line of a printed dict's last counter
     found: list[AllocatorMoment] = field(default_factory=list)
 
     def add(self, line: int, text: str, ts: datetime | None = None) -> None:
         """Take one line of a log."""
+        if _LITERAL_NEWLINE in text and ("|" in text or "'" in text):
+            for piece in text.split(_LITERAL_NEWLINE):
+                self._add(line, piece, ts)
+        else:
+            self._add(line, text, ts)
+
+    def _add(self, line: int, text: str, ts: datetime | None) -> None:
+        pairs = _PAIR.findall(text)
+        if pairs:
+            self._pairs(line, pairs, ts)
+            return
         header = _HEADER.search(text)
         if header is not None:
             self._close()
@@ -117,6 +144,23 @@ class SummaryReader:
         row = _ROW.search(text)
         if row is not None:
             self._row(row[1], row[2])
+
+    def _pairs(self, line: int, pairs: list[tuple[str, str]], ts: datetime | None) -> None:
+        """Counters of a printed memory_stats() dict: they continue the dict on the lines just before, and a
+        key seen again (the next printout) or a gap of other lines starts a new moment."""
+        current = self.current
+        continues = (
+            current is not None
+            and current.origin == "memory_stats"
+            and line - self.last_line <= 1
+            and not any(key in current.stats for key, _ in pairs)
+        )
+        if not continues:
+            self._close()
+            self.current = AllocatorMoment(line, "memory_stats", None, ts)
+        assert self.current is not None
+        self.current.stats.update({key: int(value) for key, value in pairs})
+        self.last_line = line
 
     def _row(self, label: str, cells_text: str) -> None:
         """One table row: a metric's `all` row, or a pool row of the last metric."""
@@ -138,7 +182,7 @@ class SummaryReader:
             self.current.unit_bytes[key] = 1 << shift
 
     def _close(self) -> None:
-        if self.current is not None and self.current.stats:
+        if self.current is not None and self.current.stats and _has_counters(self.current):
             self.found.append(self.current)
         self.current, self.metric = None, None
 
@@ -165,6 +209,11 @@ class SummaryScanner:
 
     def moments(self) -> list[AllocatorMoment]:
         return self.reader.moments()
+
+
+def _has_counters(moment: AllocatorMoment) -> bool:
+    """Whether a moment holds any counter a row is made of (a stray `num_ooms` alone is not a printout)."""
+    return any(_STAT_KEY.match(key) for key in moment.stats)
 
 
 def read_summaries(text: str) -> list[AllocatorMoment]:

@@ -134,10 +134,23 @@ def _rows(path: str | Path) -> Iterator[tuple[int, dict[str, object]]]:
         return
     reader = csv.DictReader(io.StringIO(text))
     for row in reader:
-        yield reader.line_num, {k.strip().lower(): v for k, v in row.items() if k is not None}
+        fields = {k.strip().lower(): v for k, v in row.items() if k is not None}
+        if row.get(None):  # more fields than the header names: csv.DictReader keeps them under None
+            fields[_EXTRA] = [len(reader.fieldnames or []), len(reader.fieldnames or []) + len(row[None])]
+        yield reader.line_num, fields
+
+
+# The key under which _rows notes a row with more fields than its header: [header fields, row fields].
+_EXTRA = "\0extra fields"
 
 
 def _row_to_job(line: int, row: dict[str, object], tz: str | None) -> JobWindow | JobRule:
+    if _EXTRA in row:
+        header, fields = row[_EXTRA]  # type: ignore[misc]
+        raise ValueError(
+            f"{fields} fields where the header names {header}: a cron expression with a list (days 3,6) must be "
+            f'quoted, e.g. "0 14 * * 3,6", and hosts separated by ";"'
+        )
     name = str(row.get("name") or "").strip()
     if not name:
         raise ValueError("missing job name")

@@ -12,17 +12,19 @@ from ..fields import FIELDS, Field, looks_like_request_log
 from .calendar import is_calendar
 from .compression import read_head
 from .snapshot.sniff import sniff_snapshot
-from .telemetry.nvsmi import NVSMI_APPS, NVSMI_GPU, nvsmi_kind
+from .telemetry.nvsmi import NVSMI_APPS, NVSMI_GPU, headerless_kind, nvsmi_kind
 from .telemetry.prom import looks_like_prometheus
+from .telemetry.reports import REPORT_ORIGINS, report_kind
 
 # Kinds a source can have; `sources.kind` stores these names.
 JSONL, JSON_ARRAY, CSV, PARQUET, SNAPSHOT, TEXT = "jsonl", "json", "csv", "parquet", "snapshot", "text"
 CALENDAR = "calendar"
 # torch.cuda.memory_stats() as JSON (memory_summary() tables are read from text logs).
 MEMORY_STATS = "memory_stats"
-# Telemetry: nvidia-smi query CSVs (--query-gpu, --query-compute-apps) and Prometheus text (DCGM, vLLM).
+# Telemetry: nvidia-smi query CSVs (--query-gpu, --query-compute-apps), Prometheus text (DCGM, serving
+# engines) and the reports GPU tools print (nvidia-smi's table, -q and dmon, dcgmi dmon, rocm-smi).
 PROMETHEUS = "prometheus"
-TELEMETRY = frozenset({NVSMI_GPU, NVSMI_APPS, PROMETHEUS})
+TELEMETRY = frozenset({NVSMI_GPU, NVSMI_APPS, PROMETHEUS, *REPORT_ORIGINS})
 # Kinds whose fast reader's row numbers are checked against the file's line count.
 LINE_ORIENTED = frozenset({JSONL, CSV})
 
@@ -62,6 +64,9 @@ def _structured_kind(text: str, fields: tuple[Field, ...]) -> str | None:
     stripped = text.lstrip()
     if looks_like_prometheus(stripped):
         return PROMETHEUS
+    report = report_kind(text)
+    if report is not None:
+        return report
     if stripped.startswith("{") and '"allocated_bytes.all.current"' in stripped:
         return MEMORY_STATS
     if stripped.startswith("{"):
@@ -106,7 +111,7 @@ def csv_delimiter(header: str) -> str | None:
 
 def _csv_kind(text: str, fields: tuple[Field, ...]) -> str | None:
     header = text.split("\n", 1)[0]
-    telemetry = nvsmi_kind(header)
+    telemetry = nvsmi_kind(header) or headerless_kind(text)
     if telemetry is not None:
         return telemetry
     delimiter = csv_delimiter(header)

@@ -108,6 +108,16 @@ def file_facts(path: str | Path, count_lines: bool = True) -> FileFacts:
     return FileFacts(sha, counter.lines)
 
 
+def count_lines(path: str | Path) -> int:
+    """The lines of the decompressed file (a last line without its newline counts too)."""
+    counter = _LineCounter()
+    with open_binary(path) as handle:
+        while chunk := handle.read(_CHUNK):
+            counter.feed(chunk)
+    counter.finish()
+    return counter.lines
+
+
 def facts_in_background(path: str | Path, count_lines: bool | Callable[[], bool] = True) -> Future[FileFacts]:
     """file_facts in a thread; errors surface when the result is asked for. `count_lines` may be a function,
     called in the thread, that decides (from the file's kind, say)."""

@@ -6,6 +6,7 @@ Every string from the data passes through Jinja's autoescape or JSON escaping of
 
 from __future__ import annotations
 
+import html
 import json
 from functools import cache
 from typing import Any
@@ -37,9 +38,29 @@ def plotly_js() -> str:
     return (asset_dir("reports") / PLOTLY_JS).read_text(encoding="utf-8")
 
 
+# The only markup oomlab's own chart strings use; plotly renders <a>, <b>, <span style> and others in any
+# string it draws (labels, hover text, titles), so everything else is escaped, data and our text alike.
+_OWN_MARKUP = ("<br>", "<extra></extra>")
+
+
+def plotly_safe(value: Any) -> Any:
+    """`value` with every string's markup escaped (plotly shows `&lt;` as `<`), oomlab's own <br> kept: an
+    instance named `<a href=...>` is drawn as that text, not as a link."""
+    if isinstance(value, str):
+        text = html.escape(value, quote=False)
+        for markup in _OWN_MARKUP:
+            text = text.replace(html.escape(markup, quote=False), markup)
+        return text
+    if isinstance(value, dict):
+        return {k: plotly_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plotly_safe(v) for v in value]
+    return value
+
+
 def chart_json(fig: dict[str, Any]) -> str:
-    """A figure as JSON that is safe inside <script type="application/json">."""
-    text = json.dumps(fig, sort_keys=True, separators=(",", ":"), default=str, allow_nan=False)
+    """A figure as JSON that is safe inside <script type="application/json">, its strings drawn as text."""
+    text = json.dumps(plotly_safe(fig), sort_keys=True, separators=(",", ":"), default=str, allow_nan=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from ..analyses.fleet.allocator_series import allocator_series, instance_moments
 from ..analyses.fleet.classify import SNAPSHOT_MATCH, classify_ooms
 from ..errors import OomlabError
 from ..load.sql import sql_text
@@ -78,9 +79,24 @@ def incident_data(
         "verdict": verdict,
         "timeline": timeline(con, event) if ts else None,
         "snapshot": snapshot,
+        "allocator": allocator_view(con, event["instance"]),
         "similar": similar_incidents(classified, event),
         "next_steps": next_steps(verdict, event, snapshot),
     }
+
+
+def allocator_view(con: duckdb.DuckDBPyConnection, instance: str | None) -> dict[str, Any] | None:
+    """What the allocator said about itself on the instance (memory_summary / memory_stats printouts), and
+    whether its moments show a leak or cache growth; None without printouts."""
+    if instance is None:
+        return None
+    moments = instance_moments(con, instance)
+    if moments.is_empty():
+        return None
+    series = allocator_series(con)
+    verdicts = series.filter(pl.col("instance") == instance).to_dicts() if not series.is_empty() else []
+    rows = [m | {"source_file": file_name(m["source_file"])} for m in moments.to_dicts()]
+    return {"moments": rows, "verdicts": verdicts}
 
 
 def _event(con: duckdb.DuckDBPyConnection, event_id: int) -> dict[str, Any]:

@@ -11,3 +11,5 @@ CREATE TABLE IF NOT EXISTS sources (
     size_bytes  BIGINT,
     labels      JSON
 );
+-- Why a file yielded no row and no reject ("nothing found: ..."); NULL when it yielded facts.
+ALTER TABLE sources ADD COLUMN IF NOT EXISTS note VARCHAR;

@@ -62,3 +62,18 @@ def test_recurring_jobs_cover_data_ingested_before_or_after(tmp_path, db, run_cl
         (144, datetime(2026, 11, 29, 2, 0), datetime(2026, 12, 1, 1, 40))
     ]
     assert [line for line, _ in sql("SELECT line, reason FROM rejects")] == [3]
+
+
+def test_a_ragged_row_is_rejected_with_the_fix_not_misread(tmp_path, db, run_cli, sql):
+    """Issue 14, item 8: an unquoted day list splits the cron expression over the columns after it
+    (`0 14 * * 3` / duration 6 / hosts 40 / host-*), and the extra field used to be dropped silently."""
+    path = tmp_path / "calendar.csv"
+    path.write_text('name,cron,duration_minutes,hosts\nsync,0 14 * * 3,6,40,host-*\nbackup,"0 1 * * 3,6",90,a10-*\n')
+    result = run_cli("ingest", path, "--db", db)
+    assert result.exit_code == 0
+    assert sql("SELECT kind, rows, rejects FROM sources") == [("calendar", 1, 1)]
+    assert sql("SELECT name, cron, duration_minutes, hosts FROM calendar_rules") == [
+        ("backup", "0 1 * * 3,6", 90.0, ["a10-*"])
+    ]
+    reason = f"{path}:2: 5 fields where the header names 4: a cron expression with a list (days 3,6) must be quoted"
+    assert reason in result.stderr and '"0 14 * * 3,6"' in result.stderr

@@ -244,7 +244,9 @@ MORE_FORMATS = [
         "pytorch",
         {
             "requested_bytes": gib(1),
-            "allocated_by_pytorch_bytes": gib(15.01),
+            # pytorch_used_bytes (c10/cuda/CUDAMallocAsyncAllocator.cpp): what tensors hold, "already allocated"
+            "already_allocated_bytes": gib(15.01),
+            "allocated_by_pytorch_bytes": None,
             "total_capacity_bytes": gib(15.70),
             "free_bytes": mib(14.44),
             "allowed_bytes": gib(16),

@@ -1,5 +1,8 @@
 """nvidia-smi query CSVs: the real H200 samples (tests/data/h200/env, see its README) load to the byte, and bad
-lines become one-line rejects while the rest loads."""
+lines become one-line rejects while the rest loads. A query without `timestamp` loads samples without a time;
+`noheader` is read where the values tell the fields. The no-timestamp and noheader files are real ones of the
+corpus (tests/cases/realworld/telemetry): 018 from https://github.com/aristocratos/bpytop/issues/26, 019 from
+https://github.com/enkore/i3pystatus/pull/776."""
 
 from __future__ import annotations
 
@@ -40,7 +43,8 @@ def run2(db, run_cli):
 def test_kinds_are_told_by_the_header() -> None:
     assert detect_kind(ENV / "nvsmi_gpu_run1.csv.gz") == "nvsmi_gpu"
     assert detect_kind(ENV / "nvsmi_apps_run2.csv.gz") == "nvsmi_apps"
-    assert detect_kind(ENV / "nvidia-smi_run1.txt.gz") == "text"  # the table view is not samples
+    assert detect_kind(ENV / "nvidia-smi_run1.txt.gz") == "nvsmi_table"  # the table plain `nvidia-smi` prints
+    assert detect_kind(ENV / "nvidia-smi-q-memory_run1.txt.gz") == "nvsmi_query"
 
 
 def test_gpu_samples_to_the_byte(run2, sql) -> None:
@@ -94,21 +98,26 @@ def test_run1_and_the_summary(db, run_cli, sql, monkeypatch) -> None:
     result = run_cli("ingest", ENV, "--db", db)
     assert result.exit_code == 0, result.output
     for name, kind, rows in (
-        ("nvsmi_gpu_run1", "nvsmi_gpu", 435),
-        ("nvsmi_apps_run1", "nvsmi_apps", 204),
-        ("nvsmi_gpu_run2", "nvsmi_gpu", 398),
-        ("nvsmi_apps_run2", "nvsmi_apps", 203),
+        ("nvsmi_gpu_run1.", "nvsmi_gpu", 435),
+        ("nvsmi_apps_run1.", "nvsmi_apps", 204),
+        ("nvsmi_gpu_run2.", "nvsmi_gpu", 398),
+        ("nvsmi_apps_run2.", "nvsmi_apps", 203),
+        ("nvidia-smi_run1.", "nvsmi_table", 1),  # one GPU, no process running yet
+        ("nvidia-smi-q-memory_run2.", "nvsmi_query", 1),
     ):
-        line = next(x for x in result.stdout.splitlines() if name in x)
+        line = next(x for x in result.stdout.splitlines() if f"/{name}" in x)
         assert kind in line and f" {rows} " in line
-    # without --instance each file is named after itself
-    assert sql("SELECT instance, max(memory_used_bytes) FROM gpu_samples GROUP BY 1 ORDER BY 1") == [
-        ("nvsmi_gpu_run1", max(_mib(r[3]) for r in _rows("nvsmi_gpu_run1.csv.gz"))),
-        ("nvsmi_gpu_run2", 143137 * MIB),
+    # the files are named after the tool, not the host: the GPU and compute-apps samples of one host are one
+    # instance, their folder's (not `nvsmi_gpu_run1` and `nvsmi_apps_run1`)
+    assert sql("SELECT DISTINCT instance FROM gpu_samples UNION SELECT DISTINCT instance FROM gpu_process_samples") == [
+        ("env",)
     ]
+    assert sql("SELECT max(memory_used_bytes) FROM gpu_samples") == [(143137 * MIB,)]
     assert sql("SELECT kind, sum(rows) FROM sources GROUP BY 1 ORDER BY 1") == [
         ("nvsmi_apps", 407),
         ("nvsmi_gpu", 833),
+        ("nvsmi_query", 2),
+        ("nvsmi_table", 2),
         ("text", 0),
     ]
 
@@ -178,13 +187,46 @@ def test_nounits_and_a_process_name_with_commas(tmp_path, db, run_cli, sql) -> N
     ]
 
 
-def test_a_csv_without_timestamps_fails_as_a_whole(tmp_path, db, run_cli, sql) -> None:
-    path = tmp_path / "nots.csv"
-    path.write_text("index, memory.used [MiB], memory.total [MiB]\n0, 1 MiB, 2 MiB\n")
+CORPUS = H200.parent.parent / "cases" / "realworld" / "telemetry"
+
+
+def test_a_csv_without_timestamps_loads_samples_without_a_time(db, run_cli, sql) -> None:
+    # `name, fan.speed [%], memory.total [MiB], memory.used [MiB], ...`: two cards, no timestamp field
+    path = CORPUS / "018_nvsmi_csv_two-gpus-units-no-timestamp" / "artifact.csv"
+    assert run_cli("ingest", path, "--db", db).exit_code == 0
+    assert sql("SELECT line, ts, gpu_name, memory_used_bytes, memory_total_bytes FROM gpu_samples ORDER BY line") == [
+        (2, None, "GeForce GTX 1080 Ti", 2856 * MIB, 11175 * MIB),
+        (3, None, "GeForce GTX 1060 6GB", 4 * MIB, 6078 * MIB),
+    ]
+    # never placed in time by the file's modification time: the analyses' view leaves them out
+    assert sql("SELECT count(*) FROM stg_gpu_samples") == [(0,)]
+
+
+def test_at_places_samples_without_a_time(db, run_cli, sql) -> None:
+    path = CORPUS / "018_nvsmi_csv_two-gpus-units-no-timestamp" / "artifact.csv"
+    assert run_cli("ingest", path, "--at", "2020-07-25T14:00", "--tz", "Europe/Berlin", "--db", db).exit_code == 0
+    assert sql("SELECT DISTINCT ts FROM stg_gpu_samples") == [(datetime(2020, 7, 25, 12, 0),)]
+
+
+def test_a_headerless_csv_whose_fields_cannot_be_told_asks_for_the_header(db, run_cli, sql) -> None:
+    path = CORPUS / "019_nvsmi_csv_noheader-nounits-not-supported" / "artifact.csv"
+    assert detect_kind(path) == "nvsmi_gpu"  # `[Not Supported]` says nvidia-smi
     result = run_cli("ingest", path, "--db", db)
     assert result.exit_code == 1
     assert (
-        f"error: {path}: nvidia-smi CSV without a timestamp field (query it with --query-gpu=timestamp,... "
-        "so samples can be placed in time)"
-    ) in result.stderr
+        f"error: {path}: nvidia-smi CSV without a header: which value is which field cannot be told from the "
+        "values ('2004, 2004, 0, 44, [Not Supported], 0, 0') (query it without `noheader`, or put the queried "
+        "field names (e.g. `memory.total, memory.used`) on the first line)"
+    ) in " ".join(result.stderr.split())
     assert sql("SELECT count(*) FROM gpu_samples") == [(0,)]
+
+
+def test_a_headerless_compute_apps_csv_is_told_by_its_values(tmp_path, db, run_cli, sql) -> None:
+    # run 2's compute-apps rows as `--format=csv,noheader` writes them: an integer, a name, one MiB amount
+    rows = gzip.decompress((ENV / "nvsmi_apps_run2.csv.gz").read_bytes()).decode().splitlines()[1:4]
+    path = tmp_path / "apps.csv"
+    path.write_text("\n".join(r.split(", ", 1)[1] for r in rows) + "\n")
+    assert detect_kind(path) == "nvsmi_apps"
+    assert run_cli("ingest", path, "--db", db).exit_code == 0
+    expected = [(n, int(r.split(", ")[1]), r.split(", ")[2], _mib(r.split(", ")[3])) for n, r in enumerate(rows, 1)]
+    assert sql("SELECT line, pid, process_name, used_bytes FROM gpu_process_samples ORDER BY line") == expected

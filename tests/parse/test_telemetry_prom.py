@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import UTC, datetime
+from datetime import datetime
+
+import duckdb
 
 from oomlab.parse.detect import detect_kind
 from oomlab.parse.telemetry.prom import parse_sample
@@ -176,16 +178,14 @@ def test_bad_samples_are_rejected(tmp_path, db, run_cli, sql) -> None:
     assert sql("SELECT instance, memory_used_bytes FROM gpu_samples WHERE line = 24") == [("node-2", 12 * MIB)]
 
 
-def test_a_scrape_without_timestamps_takes_the_file_time(tmp_path, db, run_cli, sql) -> None:
+def test_a_scrape_without_timestamps_has_no_time_unless_given_one(tmp_path, db, run_cli, sql) -> None:
     untimed = (
         "\n".join(line.rsplit(" ", 1)[0] if line.startswith("DCGM") else line for line in DCGM.splitlines()[:9]) + "\n"
     )
     path = _write(tmp_path, "once.prom", untimed + "DCGM_FI_DEV_FB_USED{" + LABELS0 + "} 7\n")
-    moment = datetime(2026, 11, 30, 1, 50, 0)
-    epoch = moment.replace(tzinfo=UTC).timestamp()
-    os.utime(path, (epoch, epoch))
+    os.utime(path, (1796003400, 1796003400))  # the file's modification time is not the scrape's
     assert run_cli("ingest", path, "--db", db).exit_code == 0
-    assert sql("SELECT DISTINCT ts FROM gpu_samples") == [(moment,)]
+    assert sql("SELECT DISTINCT ts FROM gpu_samples") == [(None,)]
     assert sql("SELECT line, reason FROM rejects") == [
         (
             10,
@@ -193,6 +193,10 @@ def test_a_scrape_without_timestamps_takes_the_file_time(tmp_path, db, run_cli, 
             "timestamps)",
         )
     ]
+    moment, placed = datetime(2026, 11, 30, 1, 50, 0), tmp_path / "placed.duckdb"
+    assert run_cli("ingest", path, "--at", moment.isoformat(), "--db", placed).exit_code == 0
+    with duckdb.connect(str(placed), read_only=True) as con:
+        assert con.execute("SELECT DISTINCT ts FROM gpu_samples").fetchall() == [(moment,)]
 
 
 def test_vllm_metrics(tmp_path, db, run_cli, sql) -> None:

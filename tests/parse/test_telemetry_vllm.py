@@ -14,11 +14,11 @@ prefixed), with numbers from start-up logs published in public issues and write-
 from __future__ import annotations
 
 import gzip
-from datetime import datetime
+from datetime import UTC, datetime
 
 import pytest
 
-from oomlab.parse.telemetry.vllm import StartupMerger, StartupScanner, read_line
+from oomlab.parse.telemetry.startup import StartupMerger, StartupScanner, read_line
 from oomlab.parse.text.logline import LineClock
 from oomlab.parse.text.textlog import scan_text_log
 
@@ -57,7 +57,9 @@ def test_v0_profiling_lines() -> None:
     assert report.consumed_bytes == round(0.52 * GIB) + round(0.08 * GIB)
     assert report.device_total_bytes == round(47.50 * GIB) and report.gpu_memory_utilization == 0.78
     assert report.budget_bytes == round(37.18 * GIB)  # as printed, not recomputed
-    assert report.message.count("\n") == 2  # the three lines that said something
+    assert report.kv_cache_blocks_gpu == 190_100  # `# cuda blocks`: the platform names the device
+    assert report.framework == "vllm" and report.device is None
+    assert report.message.count("\n") == 3  # the four lines that said something
 
 
 def test_v1_lines_of_one_start_up_make_one_report() -> None:
@@ -78,15 +80,13 @@ def test_other_wordings() -> None:
         "memory_usage_post_profile=15.58GiB, non_torch_memory=0.42GiB, kv_cache_size=54.21GiB, "
         "gpu_memory_utilization=0.90."
     )
-    assert older == (
-        "v0_results",
-        {
-            "device_total_bytes": round(79.15 * GIB),
-            "non_torch_bytes": round(0.42 * GIB),
-            "kv_cache_bytes": round(54.21 * GIB),
-            "gpu_memory_utilization": 0.90,
-        },
-    )
+    assert older is not None and (older.framework, older.variant) == ("vllm", "v0_results")
+    assert older.amounts == {
+        "device_total_bytes": round(79.15 * GIB),
+        "non_torch_bytes": round(0.42 * GIB),
+        "kv_cache_bytes": round(54.21 * GIB),
+        "gpu_memory_utilization": 0.90,
+    }
     split = read_line(
         "(EngineCore_DP0 pid=3021) INFO 09-23 18:12:39 [gpu_worker.py:391] Free memory on device "
         "(78.66/79.19 GiB) on startup. Desired GPU memory utilization is (0.9, 71.27 GiB). Actual "
@@ -95,15 +95,22 @@ def test_other_wordings() -> None:
         "`--kv-cache-memory=58333988249` to fit into requested memory. Current kv cache memory in "
         "use is 59212694937 bytes."
     )
-    assert split is not None and split[1]["kv_cache_bytes"] == 59_212_694_937
-    assert split[1]["weights_bytes"] == round(14.08 * GIB) and split[1]["non_torch_bytes"] == round(0.07 * GIB)
+    assert split is not None and split.amounts["kv_cache_bytes"] == 59_212_694_937
+    assert split.amounts["weights_bytes"] == round(14.08 * GIB) and split.amounts["non_torch_bytes"] == round(
+        0.07 * GIB
+    )
+    assert (split.amounts["device_free_bytes"], split.amounts["device_total_bytes"]) == (
+        round(78.66 * GIB),
+        round(79.19 * GIB),
+    )
     negative = read_line(
         "INFO [worker.py:295] model weights take 6.59GiB; non_torch_memory takes 8.29GiB; PyTorch "
         "activation peak memory takes 4.93GiB; the rest of the memory reserved for KV Cache is "
         "-7.83GiB."
     )
-    assert negative is not None and negative[1]["kv_cache_bytes"] == -round(7.83 * GIB)  # no room: it failed
-    assert read_line("Loading model weights took 8.5107 GB") == ("", {"loaded_weights_bytes": round(8.5107 * GIB)})
+    assert negative is not None and negative.amounts["kv_cache_bytes"] == -round(7.83 * GIB)  # no room: it failed
+    load = read_line("Loading model weights took 8.5107 GB")
+    assert load is not None and load.amounts == {"loaded_weights_bytes": round(8.5107 * GIB)} and load.opens
     assert read_line("INFO GPU KV cache usage: 12.5%, CPU KV cache usage: 0.0%") is None
 
 
@@ -117,6 +124,13 @@ def test_tensor_parallel_workers_repeat_one_report_and_a_reload_starts_the_next(
     assert [r.kv_cache_bytes for r in restarted] == [round(56.21 * GIB), round(40.00 * GIB)]
 
 
+def _latest_past(*month_to_second: int) -> datetime:
+    """vLLM's own stamps carry no year: they are read in this year, or the last one if that is in the future."""
+    now = datetime.now(UTC).replace(tzinfo=None)
+    this_year = datetime(now.year, *month_to_second)
+    return this_year if this_year <= now else this_year.replace(year=now.year - 1)
+
+
 @pytest.mark.parametrize("compress", [False, True])
 def test_text_log_ingest_keeps_the_ooms_and_adds_the_reports(tmp_path, db, run_cli, sql, compress) -> None:
     text = V0 + OOM + V1
@@ -125,10 +139,9 @@ def test_text_log_ingest_keeps_the_ooms_and_adds_the_reports(tmp_path, db, run_c
     result = run_cli("ingest", path, "--db", db)
     assert result.exit_code == 0, result.output
     assert sql("SELECT line, framework FROM oom_events") == [(6, "pytorch")]
-    year = datetime.now().year  # vLLM's own stamps carry no year
     assert sql("SELECT line, ts, instance, framework, variant, kv_cache_bytes FROM engine_memory ORDER BY line") == [
-        (1, datetime(year, 8, 12, 22, 32, 9), "vllm-0", "vllm", "v0_profiling", round(34.81 * GIB)),
-        (7, datetime(year, 10, 6, 17, 0, 11), "vllm-0", "vllm", "v1_available", round(56.21 * GIB)),
+        (1, _latest_past(8, 12, 22, 32, 9), "vllm-0", "vllm", "v0_profiling", round(34.81 * GIB)),
+        (7, _latest_past(10, 6, 17, 0, 11), "vllm-0", "vllm", "v1_available", round(56.21 * GIB)),
     ]
     assert sql("SELECT rows, rejects FROM sources") == [(3, 0)]  # one OOM, two start-up reports
 

@@ -9,7 +9,7 @@ import lzma
 import platform
 import random
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ from oomlab.errors import InputError
 from oomlab.parse import compression
 from oomlab.parse.oom.message import OOM_MARKERS, parse_oom_message
 from oomlab.parse.text import textscan, textsearch
+from oomlab.parse.text.logline import LineClock
 from oomlab.parse.text.ripgrep import RIPGREP_ENV
 from oomlab.parse.text.textlog import REJECT_REASON, scan_text_log
 from oomlab.records import OomMessage, Reject, TextOom
@@ -239,10 +240,71 @@ def test_timestamp_formats(tmp_path: Path, prefix: str, options: dict, expected:
     assert numbers(item.oom) == numbers(parse_oom_message(MESSAGES[0]))
 
 
-def test_syslog_year_defaults_to_this_year(tmp_path: Path) -> None:
+def test_syslog_year_is_the_latest_that_is_not_in_the_future(tmp_path: Path) -> None:
     path = write_log(tmp_path, ["Nov 30 01:49:36 host app[1]: " + MESSAGES[0]])
     (item,) = ooms(list(scan_text_log(path)))
-    assert item.ts is not None and item.ts.year == datetime.now().year
+    now = datetime.now(UTC).replace(tzinfo=None)
+    assert item.ts is not None and item.ts <= now and item.ts.replace(year=item.ts.year + 1) > now
+
+
+NOW = datetime(2026, 3, 1, 12, 0, 0)  # the present, for the clocks below
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("Feb 28 23:59:59 host app[1]: x", datetime(2026, 2, 28, 23, 59, 59)),  # this year: already past
+        ("Nov 30 01:49:09 host app[1]: x", datetime(2025, 11, 30, 1, 49, 9)),  # this year's is to come: last year
+        ("Feb 29 10:00:00 host app[1]: x", datetime(2024, 2, 29, 10, 0, 0)),  # the latest year that has the day
+        # vLLM's logger, after its process tags (https://github.com/vllm-project/vllm/issues/25837, /15039,
+        # https://github.com/flashinfer-ai/flashinfer/issues/362).
+        ("(EngineCore_DP0 pid=17374) ERROR 09-28 15:47:24 [core.py:718] x", datetime(2025, 9, 28, 15, 47, 24)),
+        ("ERROR 02-20 03:10:01 [engine.py:467] x", datetime(2026, 2, 20, 3, 10, 1)),
+        (
+            "(VllmWorker rank=1 pid=194255) ERROR 01-08 14:46:12 [multiproc_executor.py:435] x",
+            datetime(2026, 1, 8, 14, 46, 12),
+        ),
+        (
+            "(VLLM pid=1) (VllmWorkerProcess pid=2) ERROR 07-07 13:43:36 multiproc_worker_utils.py:226] x",
+            datetime(2025, 7, 7, 13, 43, 36),
+        ),
+        ("INFO 02-12 10:01:02 x", datetime(2026, 2, 12, 10, 1, 2)),
+        ("I0202 00:55:35.305769       1 inference-server.go:2282] x", datetime(2026, 2, 2, 0, 55, 35, 305769)),  # klog
+        # TensorRT's logger, month first (https://github.com/linghu8812/tensorrt_inference/issues/117).
+        ("[08/03/2022-23:18:05] [E] [TRT] ../rtSafe/safeRuntime.cpp (25) - x", datetime(2022, 8, 3, 23, 18, 5)),
+        # A Markdown quote and a launcher's child number before the stamp (https://github.com/jax-ml/jax/issues/788).
+        ("> 2026-02-02T00:56:18.3900781Z I0902 00:55:35.305769 x", datetime(2026, 2, 2, 0, 56, 18, 390078)),
+        (
+            "[1] 2019-06-13 01:17:08.886805: E external/org_tensorflow/x.cc:672] x",
+            datetime(2019, 6, 13, 1, 17, 8, 886805),
+        ),
+        # Seven fractional digits (.NET, ONNX Runtime on Windows): microseconds kept.
+        (
+            "2021-07-08 01:27:55.7944269 [E:onnxruntime:, sequential_executor.cc:339 x]",
+            datetime(2021, 7, 8, 1, 27, 55, 794426),
+        ),
+        ("[16:10:33] stdout/INFO  x", None),  # a time without a day
+    ],
+)
+def test_line_clock_stamps(line: str, expected: datetime | None) -> None:
+    assert LineClock(now=NOW)(line) == expected
+
+
+def test_a_yearless_line_takes_the_year_of_the_logs_dated_lines() -> None:
+    clock = LineClock(now=NOW)
+    assert clock("2024-05-01T10:00:00Z INFO start") == datetime(2024, 5, 1, 10, 0, 0)
+    assert clock("ERROR 05-02 10:00:00 [core.py:1] x") == datetime(2024, 5, 2, 10, 0, 0)
+    assert clock("Dec 31 23:00:00 host app[1]: x") == datetime(2024, 12, 31, 23, 0, 0)
+    assert LineClock(now=NOW, year=2021)("Nov 30 01:49:09 host app[1]: x") == datetime(2021, 11, 30, 1, 49, 9)
+    later = LineClock(now=NOW)
+    later("2026-02-27T00:00:00Z INFO start")
+    assert later("ERROR 12-30 10:00:00 x") == datetime(2025, 12, 30, 10, 0, 0)  # not in the future all the same
+
+
+def test_the_scan_learns_the_year_from_a_dated_line_anywhere_near(tmp_path: Path) -> None:
+    path = write_log(tmp_path, ["2019-06-01T00:00:00Z INFO start", "", "Jun  2 01:49:36 host app[1]: " + MESSAGES[0]])
+    (item,) = ooms(list(scan_text_log(path)))
+    assert item.ts == datetime(2019, 6, 2, 1, 49, 36)
 
 
 def test_json_lines_log(tmp_path: Path) -> None:
@@ -326,6 +388,199 @@ def test_every_case_as_a_one_message_log(tmp_path: Path) -> None:
         items = list(scan_text_log(log))
         assert len(items) == 1 and isinstance(items[0], TextOom), path.name
         assert items[0].oom.framework == json.loads(path.read_text(encoding="utf-8"))["framework"], path.name
+
+
+def scanned(tmp_path: Path, lines: list[str]) -> list[TextOom]:
+    """The messages of a log holding `lines`."""
+    return ooms(list(scan_text_log(write_log(tmp_path, lines))))
+
+
+def test_a_router_relaying_its_shards_error_is_one_event(tmp_path: Path) -> None:
+    """https://github.com/huggingface/text-generation-inference/issues/1356: the shard's OOM, a blank line, the
+    router's `Server error: CUDA out of memory. ...` for the same request (its excerpt, cut as posted)."""
+    shard = (
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 18.00 MiB. GPU 0 has a total capacty of "
+        "79.11 GiB of which 14.62 MiB is free. Process 124797 has 79.08 GiB memory in use. Of the allocated memory "
+        "78.11 GiB is allocated by PyTorch, and 131.85 MiB is reserved by PyTorch but unallocated. If reserved but "
+        "unallocated memory is large try setting max_split_size_mb to avoid fragmentation.  See documentation for "
+        "Memory Management and PYTORCH_CUDA_ALLOC_CONF"
+    )
+    router = (
+        "2023-12-18T02:36:47.730476Z ERROR batch{batch_size=1}:prefill:prefill{id=7570 size=1}:prefill{id=7570 "
+        "size=1}: text_generation_client: router/client/src/lib.rs:33: Server error: " + shard.split(": ", 1)[1][:600]
+    )
+    (item,) = scanned(tmp_path, [shard, "", router])
+    assert (
+        item.line == 1
+        and item.oom.requested_bytes == 18 * 2**20
+        and item.oom.other_processes == ((124797, 84911503442),)
+    )
+    assert item.ts == datetime(2023, 12, 18, 2, 36, 47, 730476)  # the first report has no time: the relay's
+
+
+def test_each_layer_relaying_a_warmup_failure_folds_into_the_first(tmp_path: Path) -> None:
+    """https://github.com/predibase/lorax/issues/354: the shard, the router and the launcher each say it."""
+    lines = [
+        ">RuntimeError: Not enough memory to handle 1024 prefill tokens. You need to decrease "
+        "`--max-batch-prefill-tokens`",
+        "2024-03-20T07:57:45.050465Z ERROR warmup{max_input_length=1024 max_prefill_tokens=1024 max_total_tokens=2048}"
+        ":warmup: lorax_client: router/client/src/lib.rs:34: Server error: Not enough memory to handle 1024 prefill "
+        "tokens. You need to decrease `--max-batch-prefill-tokens`",
+        'Error: Warmup(Generation("Not enough memory to handle 1024 prefill tokens. You need to decrease '
+        '`--max-batch-prefill-tokens`"))',
+        "2024-03-20T07:57:45.117908Z ERROR lorax_launcher: Webserver Crashed",
+    ]
+    (item,) = scanned(tmp_path, lines)
+    assert item.line == 1 and item.oom.framework == "tgi"
+
+
+def test_a_wrapper_error_then_the_numbers_is_one_event(tmp_path: Path) -> None:
+    """https://github.com/vllm-project/vllm/issues/19445: vLLM's sampler warm-up names the OOM, then PyTorch's
+    message follows one sentence per line."""
+    lines = [
+        "RuntimeError: CUDA out of memory occurred when warming up sampler with 256 dummy requests.",
+        "Please try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.",
+        "",
+        "torch.OutOfMemoryError: CUDA out of memory.",
+        "Tried to allocate 252.00 MiB. GPU 0 has a total capacity of 10.57 GiB of which 163.12 MiB is free.",
+        "Process 2073789 has 10.41 GiB memory in use.",
+        "Of the allocated memory 9.67 GiB is allocated by PyTorch,",
+        "with 299.88 MiB allocated in private pools (e.g., CUDA Graphs),",
+        "and 26.44 MiB is reserved by PyTorch but unallocated.",
+    ]
+    (item,) = scanned(tmp_path, lines)
+    assert (
+        item.line == 1
+        and item.oom.requested_bytes == 252 * 2**20
+        and item.oom.private_pool_bytes == round(299.88 * 2**20)
+    )
+    assert (
+        item.oom.message.startswith("RuntimeError: CUDA out of memory occurred")
+        and "Tried to allocate" in item.oom.message
+    )
+
+
+def test_the_same_words_again_are_another_failure(tmp_path: Path) -> None:
+    """https://github.com/NVIDIA/TensorRT/issues/2643: one `Error Code 2: OutOfMemory` per failed allocation,
+    the second explained by the `Requested amount` warning after it; https://github.com/jax-ml/jax/issues/4994:
+    pytest's summary lists one failing test a line, in one layout."""
+    error = "[E] 2: [virtualMemoryBuffer.cpp::resizePhysical::145] Error Code 2: OutOfMemory (no further information)"
+    warning = (
+        "[W] Requested amount of GPU memory (68719476736 bytes) could not be allocated. There may not be enough free "
+        "memory for allocation to succeed."
+    )
+    items = scanned(tmp_path, [error, error, warning, error])
+    assert [(i.line, i.oom.requested_bytes) for i in items] == [(1, None), (2, 68719476736), (4, None)]
+    failed = (
+        "FAILED tests/core_test.py::CoreTest::test_{} - RuntimeError: Resource exhausted: Out of memory while trying "
+        "to allocate 24 bytes."
+    )
+    items = scanned(tmp_path, [failed.format("jit_42"), failed.format("jvp_16"), failed.format("jit_5")])
+    assert [i.line for i in items] == [1, 2, 3]
+
+
+def test_two_workers_failing_alike_are_two_events(tmp_path: Path) -> None:
+    """https://github.com/flashinfer-ai/flashinfer/issues/362: two vLLM workers (pids 1950430, 1950428)."""
+    tag = "(VLLM pid=1950315) (VllmWorkerProcess pid={}) ERROR 07-07 13:43:36 multiproc_worker_utils.py:226] "
+    lines = [
+        tag.format(1950430) + "RuntimeError: RuntimeError: Out of workspace memory in AlignedAlloactor",
+        tag.format(1950430),
+        tag.format(1950428) + "Exception in worker VllmWorkerProcess while processing method "
+        "determine_num_available_blocks: RuntimeError: Out of workspace memory in AlignedAlloactor, Traceback (most "
+        "recent call last):",
+    ]
+    items = scanned(tmp_path, lines)
+    assert [(i.line, i.oom.framework, i.ts.strftime("%m-%d %H:%M:%S")) for i in items] == [  # type: ignore[union-attr]
+        (1, "flashinfer", "07-07 13:43:36"),
+        (3, "flashinfer", "07-07 13:43:36"),
+    ]
+
+
+def test_tf1_allocator_and_op_lines_are_one_allocation(tmp_path: Path) -> None:
+    """https://github.com/tensorflow/models/issues/848: bfc_allocator's `Ran out of memory` and the op's `OOM when
+    allocating` on the next line, twice, then another op's OOM."""
+    bfc = (
+        "W tensorflow/core/common_runtime/bfc_allocator.cc:275] Ran out of memory trying to allocate 24.38MiB.  "
+        "See logs for memory state."
+    )
+    op = (
+        "W tensorflow/core/framework/op_kernel.cc:975] Resource exhausted: OOM when allocating tensor with "
+        "shape[48,8,8,2080]"
+    )
+    stars = "W tensorflow/core/common_runtime/bfc_allocator.cc:274] " + "*" * 40
+    coordinator = (
+        "INFO:tensorflow:Error reported to Coordinator: <class 'tensorflow.python.framework.errors_impl."
+        "ResourceExhaustedError'>, OOM when allocating tensor with shape[48,17,17,1088]"
+    )
+    items = scanned(tmp_path, [stars, bfc, op, stars, bfc, op, coordinator])
+    assert [(i.line, i.oom.requested_bytes) for i in items] == [(2, 25564283), (5, 25564283), (7, None)]
+
+
+@pytest.mark.parametrize(
+    ("url", "lines", "line", "fields"),
+    [
+        (  # an exception's name, a blank line, then the message
+            "https://github.com/PaddlePaddle/PaddleOCR/issues/645",
+            [
+                "Error Message Summary:",
+                "----------------------",
+                "ResourceExhaustedError: ",
+                "",
+                "Out of memory error on GPU 0. Cannot allocate 3.125000GB memory on GPU 0, available memory is only "
+                "117.750000MB.",
+                "",
+            ],
+            3,
+            {"gpu_index": 0, "requested_bytes": 3355443200, "free_bytes": 123469824},
+        ),
+        (  # a printout whose words are spread over three lines
+            "https://github.com/daswer123/xtts-webui/issues/25",
+            [
+                "Using ready reference",
+                "Requested:      104873984",
+                "Free:   49217536",
+                "Total:  4294443008",
+                "Traceback (most recent call last):",
+            ],
+            2,
+            {"requested_bytes": 104873984, "free_bytes": 49217536, "total_capacity_bytes": 4294443008},
+        ),
+        (  # the function's head line, the message on the indented lines after it
+            "https://github.com/vllm-project/vllm/issues/40023",
+            [
+                "RuntimeError: Error in function 'aligned_alloc' at /workspace/include/flashinfer/allocator.h:49:",
+                "  Buffer overflow when allocating memory for batch_prefill_tmp_v",
+                "  with size 536346624 and alignment 16,",
+                "  but only 413138944 bytes available in AlignedAllocator.",
+                "  Increase the workspace buffer size.",
+            ],
+            1,
+            {"framework": "flashinfer", "requested_bytes": 536346624, "free_bytes": 413138944},
+        ),
+        (  # a terminal wrap inside the words that name the failure: no marker on the first line
+            "https://github.com/jax-ml/jax/issues/788",
+            [
+                "[1] 2019-06-13 01:17:08.886805: E external/org_tensorflow/tensorflow/compiler/xla/python/"
+                "local_client.cc:672] Execution of replica 0 failed: Resource exhausted: Out ",
+                "of memory while trying to allocate 5520758552 bytes.",
+            ],
+            1,
+            {"framework": "jax", "requested_bytes": 5520758552},
+        ),
+    ],
+)
+def test_messages_whose_words_start_after_their_first_line(
+    tmp_path: Path, url: str, lines: list[str], line: int, fields: dict[str, object]
+) -> None:
+    (item,) = scanned(tmp_path, lines)
+    assert item.line == line, url
+    for name, value in fields.items():
+        assert getattr(item.oom, name) == value, (url, name)
+
+
+def test_a_line_that_opens_no_message_leaves_its_lines_free(tmp_path: Path) -> None:
+    lines = ["Requested: 3", "Free: done", "more", MESSAGES[0], "Requested: 4"]
+    assert [item.line for item in scanned(tmp_path, lines)] == [4]
 
 
 # --- rejects, noise, bad input ----------------------------------------------------------------
@@ -438,7 +693,9 @@ def test_any_log_scans_the_same_in_every_mode(tmp_path: Path, pieces: list[str])
 @pytest.mark.parametrize("kind", ["plain", "gzip"])
 def test_lines_longer_than_a_chunk(tmp_path: Path, kind: str, engine: str) -> None:
     long_line = ("x" * 100_000 + MESSAGES[0]) * 3
-    path = write_log(tmp_path, ["start", long_line, MESSAGES[1], "end"], kind)
+    # Another failure on the next line (MESSAGES[1] is MESSAGES[0] again: right after, it would be an echo).
+    assert numbers(parse_oom_message(MESSAGES[2])) != numbers(parse_oom_message(MESSAGES[0]))
+    path = write_log(tmp_path, ["start", long_line, MESSAGES[2], "end"], kind)
     items = ooms(list(scan_text_log(path, chunk_size=5000)))
     assert [item.line for item in items] == [2, 3]
 

@@ -11,7 +11,7 @@ import pytest
 from test_telemetry_vllm import OOM, V0, V1
 
 from oomlab.parse.oom.message import OOM_MARKERS
-from oomlab.parse.telemetry.vllm import FINDER, MARKERS, StartupScanner
+from oomlab.parse.telemetry.startup import FINDER, MARKERS, StartupScanner
 from oomlab.parse.text import textscan, textsearch
 from oomlab.parse.text.logline import LineClock
 from oomlab.parse.text.ripgrep import RIPGREP_ENV

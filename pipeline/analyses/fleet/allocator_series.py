@@ -17,6 +17,12 @@ from .leaks import MIN_GROWTH_BYTES
 LEAK, CACHE_GROWTH, STEADY, SHRINKING = "leak", "cache_growth", "steady", "shrinking"
 
 
+def instance_moments(con: duckdb.DuckDBPyConnection, instance: str) -> pl.DataFrame:
+    """One instance's allocator printouts in order (`all` pool): process, seq, ts, origin, source file,
+    allocated / reserved now and at peak, inactive split bytes, CUDA OOMs and cudaMalloc retries so far."""
+    return con.sql(sql_text("q_allocator_moments"), params={"instance": instance}).pl()
+
+
 def allocator_series(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """One row per instance, GPU and process with two or more moments: first and last allocated and reserved,
     their growth, and `verdict`: 'leak' (allocated grew), 'cache_growth' (reserved grew, allocated did not),

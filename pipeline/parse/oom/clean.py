@@ -102,27 +102,69 @@ def unescape(text: str) -> str:
     return _ESCAPE.sub(lambda m: _ESCAPED[m.group(1)], text)
 
 
-def _clean_lines(text: str, depth: int) -> Iterator[str]:
-    """The content of each line of `text`, prefixes removed and JSON wrappers opened."""
+def _clean_lines(text: str, depth: int) -> Iterator[tuple[int, str]]:
+    """The width of each line of `text` as it stood (colour codes and prefix included) and its content,
+    prefixes removed and JSON wrappers opened."""
     for raw in _LINE_BREAK.split(text):
-        line = strip_prefix(raw)
+        line = strip_prefix(strip_ansi(raw))
         inner = json_text(line) if depth < 2 else None
         if inner is not None:
             yield from _clean_lines(strip_ansi(inner), depth + 1)
         elif "\\" in line and depth < 3 and (escaped := unescape(line)) != line:
             yield from _clean_lines(escaped, depth + 1)
         else:
-            yield line
+            yield len(raw), line
+
+
+# A sentence ends at the end of the line: what follows starts another one, even in lines of one width.
+_SENTENCE_END = ".;:,!?)"
+# A size at the end of a line: in a message a size is never glued to the word after it, so a line that ends
+# in one and a next line that starts with a letter are two rows (`Device limit : 15.70 GiB` / `Free ...`).
+_SIZE_END = re.compile(r"\d\s*(?:[KMGTP]i?B|bytes?)$")
+
+
+def _separator(before: tuple[int, str] | None, line: tuple[int, str], after: tuple[int, str]) -> str:
+    """What goes between `line` and the `after` it continues on (`before` is the line before it).
+
+    Nothing where whitespace is already there, or where a fixed-width wrap cut the text anywhere (a word, a
+    number): a line as wide as the one before or after it, and not narrower than the next, is a terminal's or
+    a mail client's hard wrap, and so is the widest line cut inside a word. Otherwise one space: the lines were
+    the message's own sentences, clauses or rows, which a line break separated ("(out of memory)" /
+    "Currently allocated").
+    """
+    (width, text), (next_width, next_text) = line, after
+    if text[-1].isspace() or next_text[0].isspace():
+        return ""
+    if width >= next_width and (width == next_width or (before is not None and width == before[0])):
+        starts_sentence = text[-1] in _SENTENCE_END and next_text[0].isupper()
+        starts_row = next_text[0].isalpha() and _SIZE_END.search(text) is not None
+        return " " if starts_sentence or starts_row else ""
+    inside_word = (text[-1].isalnum() or text[-1] == "_") and (next_text[0].islower() or next_text[0].isdigit())
+    return "" if width > next_width and inside_word else " "
+
+
+def join_lines(lines: list[tuple[int, str]]) -> str:
+    """The non-blank lines (width as written, content) as one text, each break healed or made a space.
+
+    What goes between two lines depends only on them and the line before, so the text of some first lines is
+    the start of the text of more (`textlog` compares the two).
+    """
+    kept = [item for item in lines if item[1].strip()]
+    parts = []
+    for index, item in enumerate(kept):
+        if index:
+            parts.append(_separator(kept[index - 2] if index > 1 else None, kept[index - 1], item))
+        parts.append(item[1])
+    return "".join(parts)
 
 
 def clean_message_text(text: str) -> str:
-    """One string a format pattern can match: lines joined with nothing added, so mid-word wraps heal."""
+    """One string a format pattern can match: lines joined as `join_lines` says, so mid-word wraps heal."""
     if "\n" not in text and "\r" not in text and "\x1b" not in text and "\\" not in text:
         line = strip_prefix(text)  # the common case, a single log line: no need to split or unescape
         if not line.startswith(("{", "[")):
             return line.strip()
-    text = strip_ansi(text)
-    whole = json_text(text) if "\n" in text else None  # pretty-printed JSON spans lines
+    whole = json_text(strip_ansi(text)) if "\n" in text else None  # pretty-printed JSON spans lines
     if whole is not None:
         text = strip_ansi(whole)
-    return "".join(_clean_lines(text, 0)).strip()
+    return join_lines(list(_clean_lines(text, 0))).strip()

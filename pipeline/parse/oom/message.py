@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import functools
+import re
+from typing import NamedTuple
 
 from ...errors import ParseError
 from ...records import OomMessage
-from .clean import clean_message_text
+from .clean import clean_message_text, strip_ansi, strip_prefix
 from .patterns import extract_fields
-from .signatures import SIGNATURES
+from .signatures import EXCEPTION_HEAD, MESSAGE_HEADS, SIGNATURES
 
 # Literal byte strings that find candidate OOM messages fast in a large log. Every supported format
 # contains at least one; most contain two, so a line wrap inside one marker is caught by another
@@ -32,6 +34,17 @@ OOM_MARKERS: tuple[bytes, ...] = (
     b"GPU memory utilization",  # vLLM: free memory on startup is less than desired GPU memory utilization
     b"Requested amount of",  # TensorRT: Requested amount of GPU memory (N bytes) could not be allocated
     b"Available memory of",  # ONNX Runtime BFC arena: Available memory of N is smaller than requested bytes
+    b"Not enough memory to handle",  # TGI / LoRAX warmup: ... N prefill tokens
+    b"out of resource: shared memory",  # Triton's OutOfResources
+    b"Buffer overflow when allocating",  # FlashInfer's workspace
+    b"ut of workspace memory",  # FlashInfer before 0.1.4
+    b"in function 'aligned_alloc'",  # FlashInfer's error head, the message on the lines after it
+    b"Requested:",  # DeepSpeed-Inference's Requested:/Free:/Total: printout
+    b"Memory allocation failed",  # MXNet before 0.9 (its context says it is MXNet's)
+    b"running low on memory",  # Ray's memory monitor killed a task
+    b"context's memory pool",  # ggml: not enough space in the context's memory pool
+    b"Tactic Device request",  # TensorRT's builder: Tactic Device request: 538MB Available: 166MB
+    b"allocating <= available",  # Paddle 2018: enforce allocating <= available failed
 )
 
 
@@ -44,7 +57,20 @@ def _as_text(text: object) -> str:
     raise ParseError(f"an OOM message must be text, not {type(text).__name__}")
 
 
-def analyse_oom_text(text: str) -> tuple[OomMessage | None, str, int]:
+class Reading(NamedTuple):
+    """What `analyse_oom` makes of a text: the message, how far it got, where its anchor starts in the
+    cleaned text, and the lines that would report the same failure right after it (its format's `follow`)."""
+
+    oom: OomMessage | None
+    state: str
+    start: int
+    follow: re.Pattern[str] | None = None
+
+
+_NOTHING = Reading(None, "none", -1)
+
+
+def analyse_oom(text: str) -> Reading:
     """The message in `text`, how far it got, and where in the cleaned text its anchor starts.
 
     The state is "none" (no message), "partial" (its end not seen yet), "complete" (a one-line
@@ -55,8 +81,29 @@ def analyse_oom_text(text: str) -> tuple[OomMessage | None, str, int]:
     for index, sig in enumerate(SIGNATURES):
         match = sig.find(cleaned, raw)
         if match is not None:
-            return _read(index, cleaned, match.start())
-    return None, "none", -1
+            message, state, start = _read(index, cleaned, match.start())
+            return Reading(message, state, start, sig.follow)
+    return _NOTHING
+
+
+def analyse_oom_text(text: str) -> tuple[OomMessage | None, str, int]:
+    """`analyse_oom` without the follow-up pattern: (message, state, anchor start)."""
+    oom, state, start, _ = analyse_oom(text)
+    return oom, state, start
+
+
+def opens_message(line: str) -> str | None:
+    """The framework whose message `line` opens, its out-of-memory words on the lines after it
+    (`signatures.MESSAGE_HEADS`); None if it opens none."""
+    content = strip_prefix(strip_ansi(line))
+    return next((framework for framework, head in MESSAGE_HEADS if head.match(content)), None)
+
+
+def heads_message(line: str, framework: str) -> bool:
+    """Whether `line` is the head of the `framework` message after it: a line that opens one (`opens_message`)
+    or an exception's name alone (`signatures.EXCEPTION_HEAD`)."""
+    content = strip_prefix(strip_ansi(line))
+    return EXCEPTION_HEAD.match(content) is not None or opens_message(content) == framework
 
 
 @functools.lru_cache(maxsize=1 << 12)

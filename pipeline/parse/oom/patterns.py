@@ -15,6 +15,8 @@ _NUM = r"\d\d*(?:\.\d+)?"
 _UNIT = r"(?:bytes?|[KkMmGgTtPp]i?[Bb]|[KMGTP](?![A-Za-z])|B(?![A-Za-z]))"
 SIZE = rf"(?P<v_n>{_NUM})\s*(?P<v_u>{_UNIT})"
 BYTES = r"(?P<v_b>\d\d*)"
+# A byte count perhaps with thousands separators (CuPy's `25,600,000 bytes`).
+COUNT = r"(?P<v_c>\d{1,3}(?:,\d{3})+(?!\d)|\d\d*)"
 
 # Any wording that says memory ran out; used as the anchor of formats recognised by their context.
 OOM_WORDS = r"(?:(?i:out of memory)|OutOfMemory|OUT_OF_MEMORY|_ALLOC_FAILED|ErrorMemoryAllocation)"
@@ -30,12 +32,13 @@ def _named_size(match: re.Match[str]) -> str:
 
 
 def rx(pattern: str) -> re.Pattern[str]:
-    """Compile `pattern` with {SIZE}/{SIZE:field}/{BYTES}/{OOM} expanded and each space read as `\\s*`.
+    """Compile `pattern` with {SIZE}/{SIZE:field}/{BYTES}/{COUNT}/{OOM} expanded and each space read as `\\s*`.
 
     Wrapped lines are joined without adding characters, so words stay whole but the spaces
     between them may be missing, doubled or turned into newlines: hence `\\s*`, never ` `.
     """
-    expanded = pattern.replace("{SIZE}", SIZE).replace("{BYTES}", BYTES).replace("{OOM}", OOM_WORDS)
+    expanded = pattern.replace("{SIZE}", SIZE).replace("{BYTES}", BYTES).replace("{COUNT}", COUNT)
+    expanded = expanded.replace("{OOM}", OOM_WORDS)
     expanded = re.sub(r"\{SIZE:(\w+)\}", _named_size, expanded)
     return re.compile(expanded.replace(" ", r"\s*"))
 
@@ -44,7 +47,7 @@ def rx(pattern: str) -> re.Pattern[str]:
 class FieldSpec:
     """One way a message states one OomMessage field.
 
-    The pattern has a v_n/v_u, v_b or gpu group; or, when `size_before` is set, it is only the
+    The pattern has a v_n/v_u, v_b, v_c or gpu group; or, when `size_before` is set, it is only the
     words that follow the size (`total capacity`), matched where a size ends. Patterns that begin
     with a number make `re` try every digit in the text, which costs 30x more than a literal.
     """
@@ -93,7 +96,9 @@ class Signature:
     """One message format: anchors that identify it, an optional context it needs, and its fields.
 
     `tail` marks the end of a message; formats without one are one-line formats, except `open_ended`
-    ones, whose continuation lines a log scanner keeps reading (TensorFlow's `[[Node: ...]]`).
+    ones, whose continuation lines a log scanner keeps reading (TensorFlow's `[[Node: ...]]`). `follow`
+    matches the lines that report the same failure right after the message, even as log records of their own
+    (TensorFlow 1.x: the op's `OOM when allocating tensor` after the allocator's `Ran out of memory`).
     """
 
     framework: str
@@ -104,6 +109,7 @@ class Signature:
     open_ended: bool = False
     extras: tuple[Extra, ...] = field(default=())
     wholes: tuple[Whole, ...] = ()  # whole-message patterns tried before the field specs
+    follow: re.Pattern[str] | None = None
 
     def find(self, text: str, raw: str) -> re.Match[str] | None:
         """The first anchor match in `text`, if the context (when required) is in `raw`.
@@ -144,6 +150,8 @@ def match_value(match: re.Match[str]) -> int:
         return int(groups["gpu"])
     if groups.get("v_b") is not None:
         return int(groups["v_b"])
+    if groups.get("v_c") is not None:
+        return int(groups["v_c"].replace(",", ""))
     return size_to_bytes(groups["v_n"], groups["v_u"])
 
 
@@ -287,16 +295,24 @@ def tf_tensor_bytes(text: str) -> Fields:
     return {"requested_bytes": count * _TF_DTYPE_BYTES[match["dtype"]]}
 
 
-_VLLM_FREE = rx(rf"Free memory on device \( ?(?P<free>{_NUM}) ?/ ?(?P<total>{_NUM}) ?(?P<unit>{_UNIT}) ?\)")
+# Newer vLLM v1 releases name the device (`Free memory on device cuda:1 (19.77/22.05 GiB)`,
+# https://github.com/pytorch/pytorch/issues/175666), earlier ones do not.
+_VLLM_FREE = rx(
+    r"Free memory on device ?(?:[a-z]+ ?: ?(?P<gpu>\d+) )?"
+    rf"\( ?(?P<free>{_NUM}) ?/ ?(?P<total>{_NUM}) ?(?P<unit>{_UNIT}) ?\)"
+)
 
 
 def vllm_free_total(text: str) -> Fields:
-    """free and total of vLLM's `Free memory on device (10.5/79.1 GiB) on startup is less than ...`."""
+    """free, total and the device of vLLM's `Free memory on device (10.5/79.1 GiB) on startup is less than ...`."""
     match = _VLLM_FREE.search(text)
     if match is None:
         return {}
     unit = match["unit"]
-    return {
+    found: Fields = {
         "free_bytes": size_to_bytes(match["free"], unit),
         "total_capacity_bytes": size_to_bytes(match["total"], unit),
     }
+    if match["gpu"] is not None:
+        found["gpu_index"] = int(match["gpu"])
+    return found

@@ -3,13 +3,20 @@
 The header names the queried fields and their units (`memory.used [MiB]`); values carry the unit again
 unless `nounits` was asked for (`4038 MiB` or `4038`). Fields nvidia-smi cannot read are written as
 `[N/A]`, `[Not Supported]` or, for a process that exited between listing and reading, `[No data]`
-(seen in the real H200 capture): those become NULL. Fields this module does not map are ignored.
+(seen in the real H200 capture): those become NULL. Fields this module does not map are ignored. A file
+queried without `timestamp` gives samples without a time (ingest places them at --at, else leaves ts NULL).
+
+`--format=csv,noheader` leaves the field names out. Which value is which can then only be told where the
+values say it themselves: a GPU UUID, a bus id, nvidia-smi's timestamp, a compute-apps row's one integer
+(the pid), one `MiB` amount (its memory) and one name. Memory, utilisation or temperature columns of
+`--query-gpu` cannot be told apart (`2004, 2004, 0, 44`): such a file is refused, asking for the header.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,9 +30,9 @@ from ...records import Reject
 from ...units import UNIT_BYTES, parse_timestamp, to_utc_naive
 from ..compression import open_binary
 from .memory import impossible_memory
+from .values import BUS_ID, GPU_UUID, RAW_LIMIT
 
 NVSMI_GPU, NVSMI_APPS = "nvsmi_gpu", "nvsmi_apps"
-RAW_LIMIT = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +63,7 @@ GPU_FIELDS: dict[str, Column] = {
     "power.draw": Column("power_w", "float"),
     "power.draw.instant": Column("power_w", "float"),
     "power.draw.average": Column("power_w", "float"),
+    "hostname": Column("hostname", "text"),
 }
 # The --query-compute-apps fields oomlab keeps (`nvidia-smi --help-query-compute-apps`).
 APPS_FIELDS: dict[str, Column] = {
@@ -68,41 +76,30 @@ APPS_FIELDS: dict[str, Column] = {
     "gpu_uuid": Column("gpu_uuid", "text"),
     "gpu_bus_id": Column("gpu_bus_id", "text"),
 }
-GPU_COLUMNS: tuple[str, ...] = (
-    "line",
-    "ts",
-    "gpu_index",
-    "gpu_name",
-    "gpu_uuid",
-    "gpu_bus_id",
-    "memory_used_bytes",
-    "memory_total_bytes",
-    "memory_free_bytes",
-    "memory_reserved_bytes",
-    "utilization_gpu",
-    "utilization_memory",
-    "temperature",
-    "power_w",
-)
-APPS_COLUMNS: tuple[str, ...] = ("line", "ts", "pid", "process_name", "used_bytes", "gpu_uuid", "gpu_bus_id")
+# Every field `--query-compute-apps` knows (`nvidia-smi --help-query-compute-apps`), and those only it has.
+_APPS_QUERY = frozenset({*APPS_FIELDS, "gpu_name", "gpu_serial"})
+_APPS_ONLY = frozenset({"pid", "process_name", "used_gpu_memory", "used_memory"})
 
-# What nvidia-smi writes for a value it does not have.
-_MISSING = frozenset(
+# What nvidia-smi writes for a value it does not have: N/A, or a message in brackets.
+_MISSING = frozenset({"", "n/a"})
+_MESSAGES = frozenset(
     {
-        "",
-        "n/a",
         "[n/a]",
         "[not supported]",
         "[no data]",
+        "[not found]",
         "[unknown error]",
         "[insufficient permissions]",
         "[gpu is lost]",
         "[gpu requires reset]",
+        "[requested functionality has been deprecated]",
     }
 )
 _HEADER = re.compile(r"^\s*([\w.]+)\s*(?:\[([^\]]*)\])?\s*$")
 _NUMBER_UNIT = re.compile(r"^([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z%]*)$")
 _SMI_TIME = re.compile(r"^(\d{4})/(\d{2})/(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6})\d*)?$")
+_MIB_AMOUNT = re.compile(r"^\d+(?:\.\d+)?\s*MiB$")
+_HEAD_LINES = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,13 +122,84 @@ def header_fields(header: str) -> list[Field]:
 
 
 def nvsmi_kind(header: str) -> str | None:
-    """NVSMI_GPU or NVSMI_APPS for the header line of an nvidia-smi query CSV, else None."""
+    """NVSMI_GPU or NVSMI_APPS for the header line of an nvidia-smi query CSV, else None: a compute-apps
+    query names only its own fields, one of them a field --query-gpu does not have (a request log with a
+    `pid` column is not one); a --query-gpu one names a dotted field (`memory.used`, `utilization.gpu`, ...)."""
     names = {f.name for f in header_fields(header)}
-    if "pid" in names and names & {"used_gpu_memory", "used_memory"}:
+    if len(names) < 2:
+        return None
+    if names <= _APPS_QUERY and names & _APPS_ONLY:
         return NVSMI_APPS
-    if names & {"memory.used", "memory.total", "memory.free"}:
+    if any("." in name and name in GPU_FIELDS for name in names):
         return NVSMI_GPU
     return None
+
+
+def headerless_kind(text: str) -> str | None:
+    """NVSMI_APPS or NVSMI_GPU for the start of a `--format=csv,noheader` file, else None: every one of its
+    first lines has the same number of values, at most half of them names, and one says nvidia-smi
+    (a bracketed message such as `[Not Supported]`, a `MiB` amount, its timestamp or a GPU UUID)."""
+    lines = [line for line in text.splitlines()[:_HEAD_LINES] if line.strip()]
+    rows = [_split(line) for line in lines]
+    if not rows or len(rows[0]) < 2 or any(len(row) != len(rows[0]) for row in rows):
+        return None
+    if not all(_looks_like_values(row) for row in rows):
+        return None
+    inferred = _infer_apps(rows)
+    return NVSMI_APPS if inferred is not None else NVSMI_GPU
+
+
+def _split(line: str) -> list[str]:
+    return [value.strip() for value in next(csv.reader([line], skipinitialspace=True), [])]
+
+
+def _looks_like_values(values: list[str]) -> bool:
+    names = [v for v in values if _value_kind(v) == "text"]
+    said = any(
+        v.lower() in _MESSAGES or _MIB_AMOUNT.match(v) or _SMI_TIME.match(v) or GPU_UUID.match(v) for v in values
+    )
+    return bool(said) and len(names) * 2 <= len(values)
+
+
+def _value_kind(value: str) -> str:
+    """What one headerless value can be told to be: ts, uuid, bus, int, mib, missing, number or text."""
+    if value.lower() in _MISSING or value.lower() in _MESSAGES:
+        return "missing"
+    if _SMI_TIME.match(value):
+        return "ts"
+    if GPU_UUID.match(value):
+        return "uuid"
+    if BUS_ID.match(value):
+        return "bus"
+    if value.isdigit():
+        return "int"
+    if _MIB_AMOUNT.match(value):
+        return "mib"
+    return "number" if _NUMBER_UNIT.match(value) else "text"
+
+
+# A compute-apps row's value kinds, each the field it must be when it occurs once.
+_APPS_BY_KIND = {
+    "ts": "timestamp",
+    "uuid": "gpu_uuid",
+    "bus": "gpu_bus_id",
+    "int": "pid",
+    "mib": "used_memory",
+    "text": "process_name",
+}
+
+
+def _infer_apps(rows: list[list[str]]) -> list[str] | None:
+    """The compute-apps field names of headerless rows, or None when the values do not tell them: the first
+    row with every value present must give each field a kind no other value has."""
+    complete = next((row for row in rows if all(_value_kind(v) != "missing" for v in row)), None)
+    if complete is None:
+        return None
+    kinds = [_value_kind(v) for v in complete]
+    if len(set(kinds)) != len(kinds) or not all(k in _APPS_BY_KIND for k in kinds):
+        return None
+    names = [_APPS_BY_KIND[k] for k in kinds]
+    return names if {"pid", "process_name"} & set(names) else None
 
 
 def read_nvsmi(path: str | Path, kind: str, tz: str | None = None) -> Iterator[dict[str, object] | Reject]:
@@ -139,18 +207,33 @@ def read_nvsmi(path: str | Path, kind: str, tz: str | None = None) -> Iterator[d
     mapping = APPS_FIELDS if kind == NVSMI_APPS else GPU_FIELDS
     with open_binary(path) as handle:
         text = io.TextIOWrapper(handle, encoding="utf-8", errors="replace", newline="")
-        header = text.readline()
+        first = text.readline()
+        lines: Iterator[str] = text
+        header, start = first, 2
+        if nvsmi_kind(first) is None:  # `noheader`: the names are told from the values; the first line is data
+            head = [first, *itertools.islice(text, _HEAD_LINES - 1)]
+            header, start = ", ".join(_headerless_names(path, head)), 1
+            lines = itertools.chain(head, text)
         fields = [Field(f.name, f.unit, mapping.get(f.name)) for f in header_fields(header)]
-        if not any(f.target and f.target.kind == "ts" for f in fields):
-            raise InputError(
-                str(path),
-                "nvidia-smi CSV without a timestamp field",
-                hint="query it with --query-gpu=timestamp,... so samples can be placed in time",
-            )
-        reader = _RowReader(fields, ZoneInfo(tz) if tz else None, tz, kind)
-        for number, line in enumerate(text, start=2):
+        timed = any(f.target and f.target.kind == "ts" for f in fields)
+        reader = _RowReader(fields, ZoneInfo(tz) if tz else None, tz, kind, timed)
+        for number, line in enumerate(lines, start=start):
             if line.strip():
                 yield reader.row(number, line.rstrip("\r\n"))
+
+
+def _headerless_names(path: str | Path, head: list[str]) -> list[str]:
+    """The field names of a `noheader` file told from its first lines; InputError when they cannot be."""
+    names = _infer_apps([_split(line) for line in head if line.strip()])
+    if names is None:
+        raise InputError(
+            str(path),
+            "nvidia-smi CSV without a header: which value is which field cannot be told from the values "
+            f"({head[0].strip()[:80]!r})",
+            hint="query it without `noheader`, or put the queried field names (e.g. `memory.total, memory.used`) "
+            "on the first line",
+        )
+    return names
 
 
 @dataclass
@@ -161,6 +244,7 @@ class _RowReader:
     zone: ZoneInfo | None
     tz: str | None
     kind: str
+    timed: bool  # the query has a timestamp field: a row without one is rejected
 
     def row(self, number: int, line: str) -> dict[str, object] | Reject:
         """The row's columns, or a Reject whose reason names the field that failed."""
@@ -176,7 +260,7 @@ class _RowReader:
                 out[field.target.column] = self._convert(field, value.strip())
             except ValueError as exc:
                 return Reject(number, f"{field.name}: {exc}", line[:RAW_LIMIT])
-        if out.get("ts") is None:
+        if self.timed and out.get("ts") is None:
             return Reject(number, "timestamp: missing", line[:RAW_LIMIT])
         impossible = impossible_memory(out, self.names)
         if impossible is not None:  # read, but no card shows it: drawn, it would be a level above 100 %
@@ -201,7 +285,7 @@ class _RowReader:
 
     def _convert(self, field: Field, value: str) -> object:
         """One value as its column's type; None for what nvidia-smi could not read."""
-        if value.lower() in _MISSING:
+        if value.lower() in _MISSING or (value.startswith("[") and value.endswith("]")):
             return None
         kind = field.target.kind if field.target else "text"
         if kind == "ts":

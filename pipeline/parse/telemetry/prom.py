@@ -1,12 +1,17 @@
-"""Prometheus text exposition: DCGM exporter GPU samples and vLLM engine metrics, one scrape or many.
+"""Prometheus text exposition: DCGM exporter GPU samples and serving engines' metrics, one scrape or many.
 
 A sample line is `name{label="value",...} value [timestamp_ms]` (the text format of
 prometheus/common `expfmt`); `# HELP` / `# TYPE` and other comments are skipped. The DCGM exporter writes
 `DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-...",pci_bus_id="...",device="nvidia0",modelName="NVIDIA H200",
 Hostname="node-1",...} 1234` (NVIDIA/dcgm-exporter `internal/pkg/rendermetrics/render_metrics.go`, with
-the framebuffer fields in MiB per `etc/default-counters.csv`); vLLM writes `vllm:kv_cache_usage_perc
-{engine="0",model_name="..."} 0.42` (vllm `vllm/v1/metrics/loggers.py`). Other metric families are not
-loaded, and neither are histogram buckets (`_bucket`: their `_sum` and `_count` are).
+the framebuffer fields in MiB per `etc/default-counters.csv`), and on a MIG card `GPU_I_ID` / `GPU_I_PROFILE`
+for the instance, `pod` / `namespace` / `container` under Kubernetes (some deployments spell the host label
+`hostname`). Its 1.x predecessor (NVIDIA/gpu-monitoring-tools `dcgm-exporter`) wrote `dcgm_fb_used`,
+`dcgm_gpu_temp`, ... with `uuid`, `pod_name`, `pod_namespace`, `container_name`. Engines: vLLM writes
+`vllm:kv_cache_usage_perc{engine="0",model_name="..."} 0.42` (vllm `vllm/v1/metrics/loggers.py`), SGLang
+`sglang:token_usage{model_name=...}` (`sglang_` when a gateway re-exposes them; its first versions labelled
+the model `name`), TGI `tgi_queue_size`. Other metric families are not loaded, and neither are histogram
+buckets (`_bucket`: their `_sum` and `_count` are).
 """
 
 from __future__ import annotations
@@ -20,7 +25,11 @@ from datetime import datetime, timedelta
 from ...records import Reject
 from ...units import UNIT_BYTES
 
-DCGM_PREFIX, VLLM_PREFIX = "DCGM_FI_", "vllm:"
+# DCGM's metric name prefixes: the exporter's field names, and the 1.x exporter's.
+DCGM_PREFIXES = ("DCGM_FI_", "dcgm_")
+# An engine's metric name prefix -> the framework it names.
+ENGINE_PREFIXES: dict[str, str] = {"vllm:": "vllm", "sglang:": "sglang", "sglang_": "sglang", "tgi_": "tgi"}
+_PREFIXES = (*DCGM_PREFIXES, *ENGINE_PREFIXES)
 RAW_LIMIT = 2000
 # DCGM's blank sentinels (DCGM_INT64_BLANK and up, DCGM_FP64_BLANK): the field had no value.
 _INT64_BLANK = 0x7FFFFFFFFFFFFFF0
@@ -30,7 +39,7 @@ _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 _SAMPLE = re.compile(rf"^({_NAME})\s*(?:\{{(.*)\}})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
 _ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
-_METRIC_LINE = re.compile(rf"^(?:{re.escape(DCGM_PREFIX)}\w+|vllm:\w+)\s*[{{ ]")
+_METRIC_LINE = re.compile(r"^(?:" + "|".join(re.escape(p) for p in _PREFIXES) + r")[\w:]+\s*[{ ]")
 _EPOCH = datetime(1970, 1, 1)
 
 
@@ -64,13 +73,32 @@ DCGM_FIELDS: dict[str, DcgmField] = {
     "DCGM_FI_DEV_MEM_COPY_UTIL": DcgmField("utilization_memory"),
     "DCGM_FI_DEV_GPU_TEMP": DcgmField("temperature"),
     "DCGM_FI_DEV_POWER_USAGE": DcgmField("power_w"),
+    # dcgm-exporter 1.x (gpu-monitoring-tools): the same fields under their old names
+    "dcgm_fb_used": DcgmField("memory_used_bytes", "MiB"),
+    "dcgm_fb_free": DcgmField("memory_free_bytes", "MiB"),
+    "dcgm_gpu_utilization": DcgmField("utilization_gpu"),
+    "dcgm_mem_copy_utilization": DcgmField("utilization_memory"),
+    "dcgm_gpu_temp": DcgmField("temperature"),
+    "dcgm_power_usage": DcgmField("power_w"),
+}
+# gpu_samples columns named by labels, each label's spellings in the order they are tried (current exporter,
+# 1.x and lowercase deployments); an empty value (`pod=""` outside Kubernetes pods) is no value.
+DCGM_LABELS: dict[str, tuple[str, ...]] = {
+    "gpu_uuid": ("UUID", "uuid"),
+    "gpu_bus_id": ("pci_bus_id",),
+    "gpu_name": ("modelName",),
+    "hostname": ("Hostname", "hostname"),
+    "mig_profile": ("GPU_I_PROFILE",),
+    "pod": ("pod", "pod_name"),
+    "namespace": ("namespace", "pod_namespace"),
+    "container": ("container", "container_name"),
 }
 
 
 def looks_like_prometheus(text: str) -> bool:
-    """Whether the start of a file is Prometheus text with DCGM or vLLM metrics: most of its first non-blank
+    """Whether the start of a file is Prometheus text with DCGM or engine metrics: most of its first non-blank
     lines are comments or samples (a bad line is a reject, not another kind of file), and one of them is
-    (or describes) a `DCGM_FI_` / `vllm:` metric."""
+    (or describes) a `DCGM_FI_` / `dcgm_` / `vllm:` / `sglang:` / `sglang_` / `tgi_` metric."""
     lines = [line.strip() for line in text.splitlines()[:200] if line.strip()]
     head = lines[:20]
     if not head or sum(1 for line in head if line.startswith("#") or _SAMPLE.match(line)) < 0.8 * len(head):
@@ -79,14 +107,9 @@ def looks_like_prometheus(text: str) -> bool:
 
 
 def _describes(line: str) -> bool:
-    """A `# HELP` / `# TYPE` line of a DCGM or vLLM metric."""
+    """A `# HELP` / `# TYPE` line of a DCGM or engine metric."""
     parts = line.split()
-    return (
-        len(parts) >= 3
-        and parts[0] == "#"
-        and parts[1] in ("HELP", "TYPE")
-        and parts[2].startswith((DCGM_PREFIX, VLLM_PREFIX))
-    )
+    return len(parts) >= 3 and parts[0] == "#" and parts[1] in ("HELP", "TYPE") and parts[2].startswith(_PREFIXES)
 
 
 def read_samples(lines: Iterator[str], first_line: int = 1) -> Iterator[Sample | Reject]:
@@ -138,3 +161,13 @@ def dcgm_value(sample: Sample, field: DcgmField) -> float | int | None:
     if field.unit:
         return round(value * UNIT_BYTES[field.unit.lower()])
     return value
+
+
+def label(labels: dict[str, str], spellings: tuple[str, ...]) -> str | None:
+    """The first of a label's spellings the sample has with a value; None when none has one."""
+    return next((labels[name] for name in spellings if labels.get(name)), None)
+
+
+def engine_framework(name: str) -> str | None:
+    """The serving engine a metric name belongs to (`vllm`, `sglang`, `tgi`), or None."""
+    return next((framework for prefix, framework in ENGINE_PREFIXES.items() if name.startswith(prefix)), None)

@@ -13,23 +13,40 @@ _MONTHS = {
     m: i
     for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)
 }
+_LEVEL = r"(?:CRITICAL|ERROR|WARNING|WARN|INFO|DEBUG|TRACE|FATAL|NOTICE)"
+_HMS = r"\d{2}:\d{2}:\d{2}(?:[.,]\d+)?"
+# What may stand before a line's timestamp: a Markdown quote (`> `, a pasted log) and a launcher's number
+# for the child whose output the line is (`[1] `).
+_LEAD = r"\s*(?:>\s*)*(?:\[\d{1,4}\]\s+)?"
 _LINE_TS = re.compile(
-    r"\s*\[?(?:"
-    r"(?P<iso>\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)"
+    _LEAD + r"\[?(?:"
+    r"(?P<iso>\d{4}-\d{2}-\d{2}[T ]" + _HMS + r"(?:Z|[+-]\d{2}:?\d{2})?)"
     r"|(?P<slash>\d{4}/\d{2}/\d{2}[ T]\d{2}:\d{2}:\d{2}(?:\.\d+)?)"
-    r"|(?P<mon>[A-Z][a-z]{2}) +(?P<day>\d{1,2}) (?P<hms>\d{2}:\d{2}:\d{2}(?:\.\d+)?)"
+    # TensorRT's sample logger: `[08/03/2022-23:18:05]`, month first (`%m/%d/%Y-%H:%M:%S`).
+    r"|(?P<mdy_m>\d{2})/(?P<mdy_d>\d{2})/(?P<mdy_y>\d{4})-(?P<mdy_t>" + _HMS + r")"
+    # Without a year (see LineClock): syslog `Nov 30 01:49:09`; vLLM's logger `ERROR 05-12 10:01:02`, after
+    # its process tags (`(EngineCore pid=1) `, `(VLLM pid=1) (VllmWorkerProcess pid=2) `); glog and klog
+    # `E0902 00:55:35.305769`.
+    r"|(?P<mon>[A-Z][a-z]{2}) +(?P<day>\d{1,2}) (?P<hms>" + _HMS + r")"
+    r"|(?:\([^()\n]{1,80}\)\s*){0,3}(?:" + _LEVEL + r"\s+)?(?P<md_m>\d{2})-(?P<md_d>\d{2}) (?P<md_t>" + _HMS + r")"
+    r"|[IWEF](?P<glog_m>\d{2})(?P<glog_d>\d{2}) (?P<glog_t>" + _HMS + r")"
     r")"
 )
+# A full date at the start of a line, for the year of a log's lines that have none.
+_DATED_LINE = re.compile(r"^" + _LEAD + r"\[?(\d{4})[-/]\d{2}[-/]\d{2}[T ]\d{2}:", re.MULTILINE)
 _FRACTION = re.compile(r"([.,])(\d{6})\d+")  # datetime keeps microseconds; logs may print nanoseconds
+# Every year back to this many before the present comes round to each calendar day (Feb 29 included).
+_YEARS_BACK = 8
 _JSON_TS_KEYS = ("ts", "time", "timestamp", "@timestamp", "asctime", "datetime", "date")
 
-_LEVEL = r"(?:CRITICAL|ERROR|WARNING|WARN|INFO|DEBUG|TRACE|FATAL|NOTICE)"
 # A line that begins a new log record, so it cannot continue the message on the line before.
 _RECORD_START = re.compile(
-    rf"""\s*(?:[\w.-]+\ +\|\ )?(?:
+    rf"""\s*(?:>\s*)*(?:[\w.-]+\ +\|\ )?(?:               # (a Markdown quote, a compose service)
         \[?\d{{4}}[-/]\d{{2}}[-/]\d{{2}}[T ]\d{{2}}:      # ISO or 2026/11/30 timestamp
+      | \[\d{{2}}/\d{{2}}/\d{{4}}-\d{{2}}:               # TensorRT's logger [08/03/2022-23:18:05]
       | [A-Z][a-z]{{2}}\ +\d{{1,2}}\ \d{{2}}:\d{{2}}:     # syslog
-      | \(?[\w ]*pid=\d+\)?\ *{_LEVEL}\b                  # vLLM worker
+      | (?:\([^()\n]{{1,80}}\)\ *){{1,3}}{_LEVEL}\b       # vLLM worker: (VllmWorker rank=1 pid=2) ERROR
+      | \(?[\w ]*pid=\d+\)?\ *{_LEVEL}\b                  # ... or its tag cut short
       | \[?{_LEVEL}\b                                      # a level first
       | [IWEF]\d{{4}}\ \d{{2}}:\d{{2}}:                    # glog
       | \d{{2}}-\d{{2}}\ \d{{2}}:\d{{2}}:\d{{2}}            # vLLM 11-30 01:49:09
@@ -62,6 +79,12 @@ _BENIGN = re.compile(
 )
 
 
+def _moment(year: int, month: int, day: int, hms: str) -> datetime:
+    """A naive datetime from its parts (`hms` may carry a fraction, to nanoseconds, after `.` or `,`)."""
+    time = _FRACTION.sub(r"\1\2", hms)
+    return datetime.fromisoformat(f"{year:04d}-{month:02d}-{day:02d}T{time}")
+
+
 def is_record_start(line: str) -> bool:
     """Whether `line` begins a new log record (timestamp, level, JSON object, traceback)."""
     return _RECORD_START.match(line) is not None
@@ -81,14 +104,20 @@ def claims_oom(line: str) -> bool:
 class LineClock:
     """Reads the timestamp at the start of a log line as naive UTC.
 
-    Naive times are read in `default_tz` (UTC when None). Syslog times (`Nov 30 01:49:09`) carry no
-    year: they get `year`, or the current UTC year when `year` is None.
+    Naive times are read in `default_tz` (UTC when None). A time without a year (syslog `Nov 30 01:49:09`,
+    vLLM's `11-30 01:49:09`, glog's `E1130 01:49:09`) gets `year` when one is given. Otherwise it gets the
+    year of the log's own dated lines (the last one this clock read, or `learn_year` found) unless that puts
+    it after `now`, else the latest year that does not: a log tells of what has happened, so none of its
+    times lies in the future. `now` is the present as naive UTC (the clock of the machine when None).
     """
 
-    def __init__(self, default_tz: str | None = None, year: int | None = None) -> None:
+    def __init__(self, default_tz: str | None = None, year: int | None = None, now: datetime | None = None) -> None:
         self.default_tz = default_tz
         self.zone = ZoneInfo(default_tz) if default_tz else None
-        self.year = year if year is not None else datetime.now(UTC).year
+        self.now = now if now is not None else datetime.now(UTC).replace(tzinfo=None)
+        self.fixed_year = year
+        self.year = year if year is not None else self.now.year  # for readers of their own yearless stamps
+        self.log_year: int | None = None
 
     def __call__(self, line: str) -> datetime | None:
         """The timestamp `line` starts with, or None."""
@@ -98,21 +127,56 @@ class LineClock:
         if match is None:
             return None
         try:
-            if match["mon"]:
-                return self._syslog(match["mon"], int(match["day"]), match["hms"])
-            if match["iso"]:  # the common case, read directly (parse_timestamp tries epochs first)
-                moment = datetime.fromisoformat(_FRACTION.sub(r"\1\2", match["iso"]))
-                return to_utc_naive(moment, self.zone)
-            return parse_timestamp(_FRACTION.sub(r"\1\2", match["slash"]), self.default_tz)
+            return self._read(match)
         except ValueError:
             return None
 
-    def _syslog(self, month: str, day: int, hms: str) -> datetime | None:
-        """A syslog `Mon DD HH:MM:SS` in the configured year."""
-        if month not in _MONTHS:
-            return None
-        moment = datetime.fromisoformat(f"{self.year:04d}-{_MONTHS[month]:02d}-{day:02d}T{hms}")
-        return to_utc_naive(moment, self.zone)
+    def learn_year(self, text: str) -> None:
+        """Take the year of the first line of `text` that starts with a full date, unless one is known."""
+        if self.log_year is None and (match := _DATED_LINE.search(text)) is not None:
+            self.log_year = int(match[1])
+
+    def _read(self, match: re.Match[str]) -> datetime | None:
+        """The moment a match of _LINE_TS states."""
+        if match["iso"]:  # the common case, read directly (parse_timestamp tries epochs first)
+            moment = datetime.fromisoformat(_FRACTION.sub(r"\1\2", match["iso"]))
+            return self._dated(to_utc_naive(moment, self.zone))
+        if match["slash"]:
+            moment = parse_timestamp(_FRACTION.sub(r"\1\2", match["slash"]), self.default_tz)
+            return None if moment is None else self._dated(moment)
+        if match["mdy_y"]:
+            moment = _moment(int(match["mdy_y"]), int(match["mdy_m"]), int(match["mdy_d"]), match["mdy_t"])
+            return self._dated(to_utc_naive(moment, self.zone))
+        if match["mon"]:
+            month = _MONTHS.get(match["mon"])
+            return None if month is None else self._yearless(month, int(match["day"]), match["hms"])
+        if match["md_m"]:
+            return self._yearless(int(match["md_m"]), int(match["md_d"]), match["md_t"])
+        return self._yearless(int(match["glog_m"]), int(match["glog_d"]), match["glog_t"])
+
+    def _dated(self, moment: datetime) -> datetime:
+        """`moment`, read from a line with a full date: its year is the log's from now on."""
+        self.log_year = moment.year
+        return moment
+
+    def _yearless(self, month: int, day: int, hms: str) -> datetime | None:
+        """`month`-`day` `hms` in the year the class docstring says; None if no year has that day."""
+        for year in self._years():
+            try:
+                moment = to_utc_naive(_moment(year, month, day, hms), self.zone)
+            except ValueError:
+                continue  # Feb 29 of a common year
+            if self.fixed_year is not None or moment <= self.now:
+                return moment
+        return None
+
+    def _years(self) -> list[int]:
+        """The years a yearless time may have, the first that fits wins."""
+        if self.fixed_year is not None:
+            return [self.fixed_year]
+        # From next year down: a zone ahead of UTC can be in next year's January while UTC is not.
+        latest = [self.now.year + 1 - back for back in range(_YEARS_BACK + 2)]
+        return latest if self.log_year is None else [self.log_year, *latest]
 
     def _json(self, line: str) -> datetime | None:
         """The timestamp field of a JSON log record."""
@@ -125,7 +189,8 @@ class LineClock:
         for key in _JSON_TS_KEYS:
             if key in record:
                 try:
-                    return parse_timestamp(record[key], self.default_tz)
+                    moment = parse_timestamp(record[key], self.default_tz)
                 except (ValueError, OverflowError, OSError):
                     return None
+                return None if moment is None else self._dated(moment)
         return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from zoneinfo import ZoneInfoNotFoundError
 
@@ -17,7 +17,7 @@ from ...errors import InputError, ParseError
 from ...records import OomMessage, Reject, TextOom
 from ..compression import READ_ERRORS
 from ..oom.clean import clean_message_text
-from ..oom.message import OOM_MARKERS, analyse_oom_text
+from ..oom.message import OOM_MARKERS, Reading, analyse_oom, heads_message, opens_message
 from .logline import FOLLOW_UP, LineClock, claims_oom, is_record_start
 from .textscan import SEGMENT_BYTES, MarkerFinder, Window, iter_windows
 
@@ -26,11 +26,19 @@ MAX_MESSAGE_LINES = 64  # a message continues over at most this many lines
 MAX_MESSAGE_BYTES = 32 << 10  # ... and this many bytes (less than textscan.LOOKAHEAD_BYTES)
 LOOK_BEHIND = 2  # earlier lines a message may reach back to (see _Scanner._reach_back)
 RAW_LIMIT = 2000
+# Lines that may stand between a message and the same failure relayed by another layer (see `_is_echo`): a
+# relay logs it as its next record, after at most a blank line and a line of its own ("..." in a paste).
+ECHO_GAP = 2
+# Lines after a line that opens a message (`opens_message`) within which its out-of-memory words come: the
+# known layouts put them on the next line or two (DeepSpeed's Free:/Total:, FlashInfer's Buffer overflow).
+HEAD_REACH = 3
+YEAR_PROBE_BYTES = 64 << 10  # where a window is looked at for a dated line, for lines without a year
 
 _FINDER = MarkerFinder(OOM_MARKERS)
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception)\s*:?\s*$")
 _TRAILING_NAME = re.compile(r"[\w.]*$")
 _EXCEPTION_HEAD = re.compile(r"[\w.]*(?:Error|Exception)\s*:?\s*")
+_PROCESS_TAG = re.compile(r"\([^()\n]*?\bpid=(\d+)[^()\n]*\)")  # vLLM's `(EngineCore pid=1)`, Ray's `(pid=1)`
 
 
 def scan_text_log(
@@ -46,12 +54,15 @@ def scan_text_log(
     matches no known format.
 
     `TextOom.line` is the 1-based line where the message starts; `TextOom.ts` the timestamp at the
-    start of that line (ISO 8601, `2026/11/30 01:49:09.001`, syslog `Nov 30 01:49:09`, or the `ts`
-    field of a JSON record) as naive UTC: naive times are read in `default_tz` (UTC when None), and
-    syslog times, which have no year, get `year` (the current UTC year when None). `chunk_size` is
-    the unit of work (tests make it small to put messages across chunk boundaries). `on_window` sees every
-    window of the log first, so other readers (vLLM's start-up report) share the one decompression; the lines
-    holding the markers of `also` (theirs) are found by the same search (`Window.marked`).
+    start of that line (ISO 8601, `2026/11/30 01:49:09.001`, TensorRT's `[08/03/2022-23:18:05]`, syslog
+    `Nov 30 01:49:09`, vLLM's `ERROR 11-30 01:49:09`, glog's `E1130 01:49:09.5`, or the `ts` field of a JSON
+    record) as naive UTC: naive times are read in `default_tz` (UTC when None), and times without a year
+    get `year`, or else the year of the log's dated lines or the latest that is not in the future
+    (`LineClock`). The same failure reported again right after by another layer is one message (`_Echoes`).
+    `chunk_size` is the unit of work (tests make it small to put messages across chunk boundaries).
+    `on_window` sees every window of the log first, so other readers (vLLM's start-up report) share the one
+    decompression; the lines holding the markers of `also` (theirs) are found by the same search
+    (`Window.marked`).
     """
     try:
         clock = LineClock(default_tz, year)
@@ -60,11 +71,13 @@ def scan_text_log(
             str(path), f"unknown time zone {default_tz!r}", hint="pass an IANA zone name such as Europe/Berlin"
         ) from exc
     try:
-        scanner = _Scanner(clock)
+        scanner, echoes = _Scanner(clock), _Echoes()
         for window in iter_windows(path, [_FINDER, *also], segment=chunk_size):
             if on_window is not None:
                 on_window(window)
-            yield from scanner.scan(window)
+            for found in scanner.scan(window):
+                yield from echoes.add(found)
+        yield from echoes.close()
     except READ_ERRORS as exc:
         reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         raise InputError(
@@ -81,18 +94,30 @@ class _Message:
     lines: list[str]
     oom: OomMessage | None = None
     state: str = "none"
+    follow: re.Pattern[str] | None = None  # lines reporting the same failure after it (its format's)
+    opened: str | None = None  # the framework whose message its first line opens, its words on the next lines
 
     def analyse(self) -> None:
         """Parse the joined lines again."""
-        self.oom, self.state, _ = _analyse("\n".join(self.lines))
+        self.oom, self.state, _, self.follow = _analyse("\n".join(self.lines))
 
 
-def _analyse(text: str) -> tuple[OomMessage | None, str, int]:
-    """analyse_oom_text, with a message that cannot be decoded treated as no message."""
+def _analyse(text: str) -> Reading:
+    """analyse_oom, with a message that cannot be decoded treated as no message."""
     try:
-        return analyse_oom_text(text)
+        return analyse_oom(text)
     except ParseError:
-        return None, "none", -1
+        return Reading(None, "none", -1)
+
+
+@dataclass(frozen=True)
+class _Event:
+    """A message found: what is reported, its last line, its first line as written, its cleaned text."""
+
+    found: TextOom
+    last: int
+    head: str
+    text: str
 
 
 @dataclass
@@ -103,9 +128,11 @@ class _Scanner:
     consumed: int = 0  # absolute offset up to which lines belong to messages already reported
     _window: Window | None = field(default=None, repr=False)
 
-    def scan(self, window: Window) -> Iterator[TextOom | Reject]:
+    def scan(self, window: Window) -> Iterator[_Event | Reject]:
         """The messages that start on the marker lines of `window`."""
         self._window = window
+        if self.clock.log_year is None:  # the year of the log's dated lines, for its lines without one
+            self.clock.learn_year(self._text(window.lo, min(window.hi, window.lo + YEAR_PROBE_BYTES)))
         for hit, line in window.marked(_FINDER):
             if window.base + hit < self.consumed:
                 continue
@@ -125,24 +152,46 @@ class _Scanner:
         assert self._window is not None
         return self._window.buf[start:end].decode("utf-8", errors="replace").rstrip("\r\n")
 
-    def _message_at(self, hit: int, line: int) -> TextOom | Reject | None:
+    def _message_at(self, hit: int, line: int) -> _Event | Reject | None:
         """The message whose marker is on the line at `hit`; a Reject; or None for a weak marker."""
         assert self._window is not None
         end = self._line_end(hit)
         first = self._text(hit, end)
-        oom, state, _ = _analyse(first)
+        oom, state, _, follow = _analyse(first)
         if oom is not None and state == "ended" and _ends_sentence(first) and is_record_start(first):
             self.consumed = self._window.base + end  # the common case: one whole log record
-            return TextOom(line, self.clock(first), oom)
+            return _Event(TextOom(line, self.clock(first), oom), line, first, oom.message)
+        msg = _Message(hit, end, [first], oom, state, follow)
         if oom is None and not claims_oom(first):
-            return None  # a weak marker ("KV cache memory") on a line that is not an OOM message
-        msg = _Message(hit, end, [first], oom, state)
+            # A weak marker ("KV cache memory"): a message only where its line opens one, or ends a line
+            # the message began on (`... Resource exhausted: Out` / `of memory while trying to allocate`).
+            msg.opened = opens_message(first)
+            if msg.opened is None and not self._starts_before(msg):
+                return None
+            line -= len(msg.lines) - 1
         self._grow(msg)
         line -= self._reach_back(msg)
-        self.consumed = self._window.base + msg.end
         if msg.oom is None:
-            return Reject(line, REJECT_REASON, first[:RAW_LIMIT]) if claims_oom(first) else None
-        return TextOom(line, self.clock(msg.lines[0]), msg.oom)
+            if not claims_oom(first):
+                return None  # it opened no message after all: its lines are free for other messages
+            self.consumed = self._window.base + msg.end
+            return Reject(line, REJECT_REASON, first[:RAW_LIMIT])
+        self.consumed = self._window.base + msg.end
+        last = line + len(msg.lines) - 1
+        return _Event(TextOom(line, self.clock(msg.lines[0]), msg.oom), last, msg.lines[0], msg.oom.message)
+
+    def _starts_before(self, msg: _Message) -> bool:
+        """Prepend the line before the message's when the two together are a message; whether they are."""
+        prev = self._previous_line(msg.start)
+        if prev is None:
+            return False
+        text, start = prev
+        reading = _analyse("\n".join([text, *msg.lines]))
+        if reading.oom is None:
+            return False
+        msg.start, msg.oom, msg.state, msg.follow = start, reading.oom, reading.state, reading.follow
+        msg.lines.insert(0, text)
+        return True
 
     def _next_line(self, start: int) -> tuple[str, int] | None:
         """The decoded line at `start` and the offset after it; None at the end of the buffer."""
@@ -159,6 +208,8 @@ class _Scanner:
     def _grow(self, msg: _Message) -> None:
         """Add the lines that continue the message: until it ends, a new record, or a blank line."""
         while self._room(msg) and not _finished(msg):
+            if msg.oom is None and msg.opened is not None and len(msg.lines) > HEAD_REACH:
+                return  # its words did not come: it opened no message
             nxt = self._next_line(msg.end)
             if nxt is None:
                 return
@@ -166,12 +217,26 @@ class _Scanner:
             if not text.strip():
                 if not self._follow_up_after_blank(msg, end):
                     return
-            elif msg.oom is not None and FOLLOW_UP.search(text):
+            elif self._follows(msg, text):
                 self._take(msg, text, end)
             elif msg.state == "complete" or is_record_start(text) or not self._continues(msg, text):
                 return
             else:
                 self._take(msg, text, end)
+
+    def _follows(self, msg: _Message, text: str) -> bool:
+        """Whether `text` reports the failure of the message, even as a record of its own: a known follow-up
+        line, or the one its format is followed by (taken once: the next such line is another failure's). Not
+        when it says the message's first line again, word for word: that is the same failure once more
+        (TensorRT logs one `Error Code 2: OutOfMemory` per allocation)."""
+        if msg.oom is None:
+            return False
+        own = msg.follow is not None and msg.follow.search(text) is not None
+        if own and any(msg.follow.search(line) for line in msg.lines[1:]):  # type: ignore[union-attr]
+            own = False
+        if not own and FOLLOW_UP.search(text) is None:
+            return False
+        return clean_message_text(text) != clean_message_text(msg.lines[0])
 
     def _take(self, msg: _Message, text: str, end: int) -> None:
         """Append a line to the message and parse it again."""
@@ -196,44 +261,131 @@ class _Scanner:
         earlier lines end in an exception name (`torch.OutOfMemoryError`), or they named the error
         without any numbers and this line brings them.
         """
-        alone, _, _ = _analyse(text)
+        alone = _analyse(text).oom
         if alone is None:
             return True
         if msg.oom is None:
-            return _split_head(msg.lines, text)
+            return alone.framework == msg.opened or _split_head(msg.lines, text)
         return alone.framework == msg.oom.framework and _bare(msg.oom) and not _bare(alone)
 
-    def _previous_line(self, start: int) -> tuple[str, int] | None:
-        """The line before the one at `start`, with its offset; None if blank or already reported."""
+    def _previous_line(self, start: int, blank: bool = False) -> tuple[str, int] | None:
+        """The line before the one at `start`, with its offset; None if already reported, or blank (unless
+        `blank`)."""
         assert self._window is not None
         floor = max(0, self.consumed - self._window.base)
         if start <= floor:
             return None
         prev_start = max(floor, self._window.buf.rfind(b"\n", floor, start - 1) + 1)
         text = self._text(prev_start, start)
-        return (text, prev_start) if text.strip() else None
+        return (text, prev_start) if blank or text.strip() else None
 
     def _reach_back(self, msg: _Message) -> int:
         """Prepend up to LOOK_BEHIND earlier lines that belong to the message; return how many.
 
         A line before one that does not start a record is taken when the message does not parse
         without it, when it changes the framework or adds fields (the context `tensorview` or
-        `RuntimeError:` line), or when it is the first part of a fixed-width wrap (same length).
+        `RuntimeError:` line), when it is the first part of a fixed-width wrap (same length), or when
+        it heads the message (`heads_message`), then even across a blank line.
         """
         moved = 0
         while moved < LOOK_BEHIND and not is_record_start(msg.lines[0]):
-            prev = self._previous_line(msg.start)
-            if prev is None:
+            earlier = self._earlier_lines(msg, LOOK_BEHIND - moved)
+            if not earlier:
                 break
-            text, start = prev
-            oom, state, _ = _analyse("\n".join([text, *msg.lines]))
+            text, start = earlier[0]
+            reading = _analyse("\n".join([*(line for line, _ in earlier), *msg.lines]))
             wrapped = len(text) == len(msg.lines[0]) and len(msg.lines) > 1
-            if oom is None or not (wrapped or _better(oom, msg.oom)):
+            if reading.oom is None:
                 break
-            msg.start, msg.oom, msg.state = start, oom, state
-            msg.lines.insert(0, text)
-            moved += 1
+            heads = heads_message(text, reading.oom.framework)
+            if not (wrapped or heads or _better(reading.oom, msg.oom)):
+                break
+            msg.start, msg.oom, msg.state, msg.follow = start, reading.oom, reading.state, reading.follow
+            msg.lines[:0] = [line for line, _ in earlier]
+            moved += len(earlier)
         return moved
+
+    def _earlier_lines(self, msg: _Message, room: int) -> list[tuple[str, int]]:
+        """The line before the message's, or a blank line and a line that may head the message before it (the
+        message's reading decides: `_reach_back`)."""
+        prev = self._previous_line(msg.start, blank=True)
+        if prev is None:
+            return []
+        if prev[0].strip():
+            return [prev]
+        head = self._previous_line(prev[1]) if room > 1 else None
+        framework = msg.oom.framework if msg.oom is not None else ""
+        return [head, prev] if head is not None and heads_message(head[0], framework) else []
+
+
+class _Echoes:
+    """Folds into a message the same failure reported again by another layer right after it.
+
+    A router relays its shard's error (`Server error: CUDA out of memory. ...`), a logger re-logs what a
+    process printed, a health monitor repeats it, a wrapper error names it and the underlying one follows:
+    one failure, one event, on the line where the first report starts. Each message is held until the next
+    tells whether it was echoed (`_is_echo`).
+    """
+
+    def __init__(self) -> None:
+        self.pending: _Event | None = None
+
+    def add(self, found: _Event | Reject) -> list[TextOom | Reject]:
+        """What can be reported now that `found` is seen."""
+        if isinstance(found, Reject):
+            return [*self.close(), found]
+        if self.pending is not None and _is_echo(self.pending, found):
+            self.pending = _folded(self.pending, found)
+            return []
+        out = self.close()
+        self.pending = found
+        return out
+
+    def close(self) -> list[TextOom | Reject]:
+        """The message held back, if any."""
+        held, self.pending = self.pending, None
+        return [] if held is None else [held.found]
+
+
+def _is_echo(earlier: _Event, later: _Event) -> bool:
+    """Whether `later` is `earlier`'s failure reported again by another layer.
+
+    It must follow within ECHO_GAP lines, be read as the same framework, come from the same process (when
+    both name theirs: two workers failing alike fail twice) and state the same numbers, or bring the numbers
+    of a message that stated none (vLLM's `CUDA out of memory occurred when warming up sampler`, then
+    PyTorch's). It must not say the same again in the same layout: the same text, or a line differing from
+    the first in one word only (a timestamp, pytest's test name), is that layer reporting another failure.
+    """
+    first, second = earlier.found.oom, later.found.oom
+    if later.found.line - earlier.last - 1 > ECHO_GAP or first.framework != second.framework:
+        return False
+    pids, other_pids = _PROCESS_TAG.findall(earlier.head), _PROCESS_TAG.findall(later.head)
+    if pids and other_pids and pids != other_pids:
+        return False
+    if earlier.text == later.text or _one_word_apart(earlier.head, later.head):
+        return False
+    return _numbers(first) == _numbers(second) or (_bare(first) and not _bare(second))
+
+
+def _one_word_apart(line: str, other: str) -> bool:
+    """Whether two lines have the same words but at most one."""
+    words, other_words = line.split(), other.split()
+    return len(words) == len(other_words) and sum(a != b for a, b in zip(words, other_words, strict=True)) <= 1
+
+
+def _folded(earlier: _Event, later: _Event) -> _Event:
+    """The one event of a message and its echo: where the first starts, each number from whichever says it."""
+    first, second = earlier.found.oom, later.found.oom
+    numbers = {name: getattr(second, name) for name in _NUMERIC_FIELDS if getattr(first, name) is None}
+    text = first.message if not _bare(first) or _bare(second) else f"{first.message} {second.message}"
+    oom = replace(first, **numbers, other_processes=first.other_processes or second.other_processes, message=text)
+    found = TextOom(earlier.found.line, earlier.found.ts or later.found.ts, oom)
+    return _Event(found, later.last, earlier.head, earlier.text)
+
+
+def _numbers(oom: OomMessage) -> tuple[object, ...]:
+    """Every number the message states."""
+    return (*(getattr(oom, name) for name in _NUMERIC_FIELDS), oom.other_processes)
 
 
 def _split_head(lines: list[str], text: str) -> bool:
@@ -241,7 +393,7 @@ def _split_head(lines: list[str], text: str) -> bool:
     starts in `lines`, or `lines` end in its exception name, whole or cut (`torch.OutOfMemory|Error:`)."""
     before = clean_message_text("\n".join(lines))
     joined = clean_message_text("\n".join([*lines, text]))
-    _, _, anchor_at = _analyse(joined)
+    anchor_at = _analyse(joined).start
     if anchor_at < 0:
         return False
     if anchor_at < len(before) or _EXCEPTION_NAME.search(before):
