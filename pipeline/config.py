@@ -27,6 +27,7 @@ class IngestOptions:
     tz: str | None = None
     fields: tuple[Field, ...] = FIELDS
     at: datetime | None = None  # --at: when a printout or scrape without a time of its own was taken (naive UTC)
+    columns: tuple[str, ...] = ()  # --columns: the field names of nvidia-smi CSVs written with `noheader`
 
     def instance_for(self, path: str | Path) -> str:
         """The instance label of a file: --instance, else its file name; a file named for PyTorch's

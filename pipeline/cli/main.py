@@ -65,6 +65,11 @@ def _parse_tags(pairs: tuple[str, ...]) -> dict[str, str]:
     "nvidia-smi -q report, a metrics scrape without timestamps), ISO 8601 (read in --tz); without it they are "
     "stored with no time.",
 )
+@click.option(
+    "--columns",
+    metavar="F1,F2,...",
+    help="The field names of nvidia-smi CSVs written with `noheader`, as queried (memory.total,memory.used,...).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def ingest(
     paths: tuple[str, ...],
@@ -76,6 +81,7 @@ def ingest(
     mapping: str | None,
     tz: str | None,
     at: str | None,
+    columns: str | None,
     quiet: bool,
 ) -> None:
     """Ingest request logs, text logs with OOM messages and snapshots into the database."""
@@ -90,6 +96,7 @@ def ingest(
         tz=_check_tz(tz),
         fields=with_mapping(fields_map),
         at=_parse_at(at, tz),
+        columns=tuple(c.strip() for c in (columns or "").split(",") if c.strip()),
     )
 
     from .. import api

@@ -103,7 +103,9 @@ def _read(path: Path, kind: str, options: IngestOptions) -> tuple[list[Telemetry
         table = PROCESS_SAMPLES if kind == NVSMI_APPS else GPU_SAMPLES
         rows: list[TelemetryRow] = []
         rejects: list[Reject] = []
-        for item in read_nvsmi(path, kind, options.tz):  # it checks its rows' memory, under the CSV's names
+        for item in read_nvsmi(
+            path, kind, options.tz, options.columns
+        ):  # it checks its rows' memory, under the CSV's names
             if isinstance(item, Reject):
                 rejects.append(item)
             else:

@@ -4,7 +4,8 @@
 A case is a folder `<family>/<NNN>_<slug>/` with one `artifact.*` and a `case.json` whose `expect` maps a
 table (oom_events, gpu_samples, gpu_process_samples, allocator_stats, engine_memory, engine_samples) to the
 rows it must hold, in order, each with the columns the artifact states. `ingest_case` loads one artifact
-into its own database and `check_case` lists what differs (empty: the case lands with the right facts).
+into its own database (with the options its case.json `ingest` names: instance, tz, columns) and
+`check_case` lists what differs (empty: the case lands with the right facts).
 Used by tests/ingest/test_realworld_corpus.py and bench/corpus.py.
 """
 
@@ -68,7 +69,10 @@ def ingest_case(case: Case, db: Path) -> duckdb.DuckDBPyConnection:
     from oomlab.config import IngestOptions
 
     options = case.spec.get("ingest") or {}
-    api.ingest(db, [str(case.artifact)], IngestOptions(instance=options.get("instance"), tz=options.get("tz")))
+    columns = tuple(options.get("columns") or ())
+    api.ingest(
+        db, [str(case.artifact)], IngestOptions(instance=options.get("instance"), tz=options.get("tz"), columns=columns)
+    )
     return duckdb.connect(str(db), read_only=True)
 
 

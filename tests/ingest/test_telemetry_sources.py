@@ -172,3 +172,19 @@ def test_a_database_an_earlier_version_wrote_gets_the_new_columns(db, run_cli, s
     assert run_cli("ingest", _artifact("001"), _artifact("036"), "--db", db).exit_code == 0
     assert sql("SELECT count(*), count(mig_instance_id), count(*) - count(ts) FROM gpu_samples") == [(11, 10, 6)]
     assert sql("SELECT count(gpu_index) FROM gpu_process_samples") == [(3,)]
+
+
+def test_a_headerless_csv_is_read_with_columns_and_refused_without(run_cli, sql, db) -> None:
+    """Verbatim from https://github.com/enkore/i3pystatus/pull/776 (`--format=csv,noheader,nounits`): seven bare
+    numbers say nothing of which is which; the query's field list, given as --columns, does."""
+    from corpus import ROOT
+
+    artifact = next((ROOT / "telemetry").glob("019_*")) / "artifact.csv"
+    refused = run_cli("ingest", artifact, "--db", db, "--quiet")
+    assert refused.exit_code == 1 and "--columns" in refused.stderr
+    fields = "memory.total,memory.free,memory.used,temperature.gpu,fan.speed,utilization.gpu,utilization.memory"
+    result = run_cli("ingest", artifact, "--db", db, "--columns", fields, "--quiet")
+    assert result.exit_code == 0, result.output
+    assert sql("SELECT memory_total_bytes, memory_used_bytes, temperature, utilization_gpu FROM gpu_samples") == [
+        (2004 << 20, 0, 44.0, 0.0)
+    ]

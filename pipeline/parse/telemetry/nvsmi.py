@@ -202,17 +202,20 @@ def _infer_apps(rows: list[list[str]]) -> list[str] | None:
     return names if {"pid", "process_name"} & set(names) else None
 
 
-def read_nvsmi(path: str | Path, kind: str, tz: str | None = None) -> Iterator[dict[str, object] | Reject]:
-    """Every data row of an nvidia-smi query CSV as a dict of table columns, or a Reject naming its line."""
+def read_nvsmi(
+    path: str | Path, kind: str, tz: str | None = None, columns: tuple[str, ...] = ()
+) -> Iterator[dict[str, object] | Reject]:
+    """Every data row of an nvidia-smi query CSV as a dict of table columns, or a Reject naming its line.
+    `columns`: the field names of a file written with `noheader`, as they were queried (--columns)."""
     mapping = APPS_FIELDS if kind == NVSMI_APPS else GPU_FIELDS
     with open_binary(path) as handle:
         text = io.TextIOWrapper(handle, encoding="utf-8", errors="replace", newline="")
         first = text.readline()
         lines: Iterator[str] = text
         header, start = first, 2
-        if nvsmi_kind(first) is None:  # `noheader`: the names are told from the values; the first line is data
+        if nvsmi_kind(first) is None:  # `noheader`: the names are given, or told from the values
             head = [first, *itertools.islice(text, _HEAD_LINES - 1)]
-            header, start = ", ".join(_headerless_names(path, head)), 1
+            header, start = ", ".join(columns or _headerless_names(path, head)), 1
             lines = itertools.chain(head, text)
         fields = [Field(f.name, f.unit, mapping.get(f.name)) for f in header_fields(header)]
         timed = any(f.target and f.target.kind == "ts" for f in fields)
@@ -230,8 +233,8 @@ def _headerless_names(path: str | Path, head: list[str]) -> list[str]:
             str(path),
             "nvidia-smi CSV without a header: which value is which field cannot be told from the values "
             f"({head[0].strip()[:80]!r})",
-            hint="query it without `noheader`, or put the queried field names (e.g. `memory.total, memory.used`) "
-            "on the first line",
+            hint="pass the queried field names with --columns (e.g. `--columns memory.total,memory.used`), or "
+            "query it without `noheader`",
         )
     return names
 
