@@ -6,7 +6,7 @@ artifacts that land with every fact right; for the OOM messages among them (ever
 of every family), how many were detected (an event on the expected line, else the row in that position)
 and how many of their stated fields are right; then the cases that miss, with what differs.
 
-    python bench/corpus.py [--family F] [--quiet]
+    python bench/corpus.py [--family F] [--quiet] [--root DIR]
 
 Targets: >= 98 % of artifacts land right; of real OOM messages >= 97 % detected and >= 98 % of fields
 right. Fails (exit 2) when the corpus is empty: nothing to measure.
@@ -61,8 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--family", help="only this family (oom, telemetry, allocator, engine, ...)")
     parser.add_argument("--quiet", action="store_true", help="no list of misses")
+    parser.add_argument(
+        "--root", type=Path, default=None, help="another folder of cases laid out the same way (a held-out set)"
+    )
     args = parser.parse_args(argv)
-    chosen = [c for c in cases() if args.family in (None, c.name.split("/")[0])]
+    found = cases(args.root) if args.root else cases()
+    chosen = [c for c in found if args.family in (None, c.name.split("/")[0])]
     if not chosen:
         print("corpus: no case to measure", file=sys.stderr)
         return 2

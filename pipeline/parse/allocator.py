@@ -212,7 +212,11 @@ class SummaryScanner:
 
 
 def _has_counters(moment: AllocatorMoment) -> bool:
-    """Whether a moment holds any counter a row is made of (a stray `num_ooms` alone is not a printout)."""
+    """Whether a moment holds a counter: any of a printout's; for a dict, one of its pool counters (a stray
+    `'num_ooms': 1` alone is not a memory_stats() printout, while a summary cut after its header still says how
+    many OOMs and retries the process had)."""
+    if moment.origin == "memory_summary":
+        return bool(moment.stats)
     return any(_STAT_KEY.match(key) for key in moment.stats)
 
 
@@ -257,10 +261,10 @@ def moment_rows(moment: AllocatorMoment) -> Iterator[dict[str, object]]:
         values: dict[str, object] = {
             column: moment.stats.get(f"{metric}.{pool}.{stat}") for column, (metric, stat) in _ROW_COLUMNS.items()
         }
-        if all(v is None for v in values.values()):
+        top = {k: (moment.stats.get(k) if pool == "all" else None) for k in _TOP_LEVEL}
+        if all(v is None for v in values.values()) and all(v is None for v in top.values()):
             continue
         units = [moment.unit_bytes.get(f"{metric}.{pool}.{stat}", 1) for metric, stat in _ROW_COLUMNS.values()]
-        top = {k: (moment.stats.get(k) if pool == "all" else None) for k in _TOP_LEVEL}
         yield {"pool": name, **values, **top, "exact_to_bytes": max(units)}
 
 

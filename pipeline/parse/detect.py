@@ -38,7 +38,8 @@ def detect_kind(path: str | Path, fields: tuple[Field, ...] = FIELDS) -> str:
         return PARQUET
     if sniff_snapshot(head):
         return SNAPSHOT
-    text = head.decode("utf-8", errors="replace")
+    # utf-8-sig: a byte-order mark (Windows editors and exporters write one) is no part of the first line
+    text = head.decode("utf-8-sig", errors="replace")
     kind = _structured_kind(text, fields)
     if kind is None and _is_binary(head):  # a stray control byte inside a log is not binary content
         raise InputError(str(path), "binary content that is neither a snapshot pickle nor Parquet")
@@ -69,22 +70,52 @@ def _structured_kind(text: str, fields: tuple[Field, ...]) -> str | None:
         return report
     if stripped.startswith("{") and '"allocated_bytes.all.current"' in stripped:
         return MEMORY_STATS
-    if stripped.startswith("{"):
-        return _json_object_kind(stripped, fields)
+    if _may_be_json_lines(stripped):
+        kind = _json_lines_kind(stripped, fields)
+        if kind is not None or stripped.startswith("{"):
+            return kind
     if stripped.startswith("["):
         return _json_array_kind(stripped, fields)
     return _csv_kind(text, fields)
 
 
-def _json_object_kind(text: str, fields: tuple[Field, ...]) -> str | None:
-    first = text.split("\n", 1)[0]
+# How many lines of the head tell JSON Lines apart: an export's comment line or a first line cut short (a log
+# copied from its middle) is one line among them, not the file's kind.
+_PROBE_LINES = 20
+
+
+def _may_be_json_lines(text: str) -> bool:
+    """Whether one of the first lines opens a JSON object (the first may be a comment or cut short)."""
+    return any(line.lstrip().startswith("{") for line in text.split("\n", 3)[:3])
+
+
+def _opens_with_other_lines(text: str) -> bool:
+    """Whether the text opens with a comment line (`# exported ...`, `// ...`) before its first line of data."""
+    return text.startswith(("#", "//"))
+
+
+def _json_lines_kind(text: str, fields: tuple[Field, ...]) -> str | None:
+    """JSONL when most of the head's lines (comments aside) are JSON objects and the first of them has a request
+    log's fields; a comment or a cut first line is rejected line by line when the file is loaded."""
+    lines = text.split("\n")
+    if not text.endswith("\n"):
+        lines = lines[:-1] or lines  # the head may end inside a line
+    data = [line for line in lines[:_PROBE_LINES] if line.strip() and not _opens_with_other_lines(line.lstrip())]
+    objects = [obj for obj in map(_json_object, data) if obj is not None]
+    if not objects:
+        return None
+    first_is_data = _json_object(data[0]) is not None
+    if not first_is_data and 2 * len(objects) < len(data):  # a cut first line: most of the others must be JSON
+        return None
+    return JSONL if looks_like_request_log(list(objects[0]), fields) else None
+
+
+def _json_object(line: str) -> dict | None:
     try:
-        obj = json.loads(first)
+        obj = json.loads(line)
     except ValueError:
         return None
-    if isinstance(obj, dict) and looks_like_request_log(list(obj), fields):
-        return JSONL
-    return None
+    return obj if isinstance(obj, dict) else None
 
 
 def _json_array_kind(text: str, fields: tuple[Field, ...]) -> str | None:

@@ -45,10 +45,10 @@ class Case:
         return path
 
 
-def cases() -> list[Case]:
-    """Every case of the corpus, in name order."""
+def cases(root: Path = ROOT) -> list[Case]:
+    """Every case of the corpus (or of another folder laid out the same way), in name order."""
     found = []
-    for spec_path in sorted(ROOT.glob("*/*/case.json")):
+    for spec_path in sorted(root.glob("*/*/case.json")):
         folder = spec_path.parent
         found.append(Case(f"{folder.parent.name}/{folder.name}", folder, json.loads(spec_path.read_text())))
     return found

@@ -180,7 +180,7 @@ MORE_FORMATS = [
         "Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.2GiB (rounded to 1288490240)requested "
         "by op MatMul",
         "tensorflow",
-        {"requested_bytes": gib(1.2), "gpu_index": 0},
+        {"requested_bytes": 1288490240, "gpu_index": 0},  # the exact `rounded to` bytes, not 1.2 GiB
     ),
     (
         "ResourceExhaustedError: OOM when allocating tensor with shape[8,1024,4096] and type half on "

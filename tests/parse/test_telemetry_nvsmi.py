@@ -215,8 +215,8 @@ def test_a_headerless_csv_whose_fields_cannot_be_told_asks_for_the_header(db, ru
     assert result.exit_code == 1
     assert (
         f"error: {path}: nvidia-smi CSV without a header: which value is which field cannot be told from the "
-        "values ('2004, 2004, 0, 44, [Not Supported], 0, 0') (query it without `noheader`, or put the queried "
-        "field names (e.g. `memory.total, memory.used`) on the first line)"
+        "values ('2004, 2004, 0, 44, [Not Supported], 0, 0') (pass the queried field names with --columns (e.g. "
+        "`--columns memory.total,memory.used`), or query it without `noheader`)"
     ) in " ".join(result.stderr.split())
     assert sql("SELECT count(*) FROM gpu_samples") == [(0,)]
 

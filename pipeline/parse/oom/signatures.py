@@ -146,6 +146,12 @@ _JAX = {
         F("free_bytes", "There are {SIZE} free"),
         F("total_capacity_bytes", r"Used \S+ of {SIZE}"),
         F("gpu_index", r"device ordinal (?P<gpu>\d+)"),
+        # XLA's cudaMallocAsync allocator (xla/stream_executor/gpu/gpu_cudamallocasync_allocator.cc):
+        # `gpu_async_1 cuMemAllocAsync failed to allocate N bytes: ... Free memory/Total memory: F/T`
+        F("requested_bytes", "cuMemAllocAsync failed to allocate {BYTES} bytes"),
+        F("free_bytes", "Free memory / ?Total memory : {BYTES} ?/"),
+        F("total_capacity_bytes", r"Free memory / ?Total memory : \d+ ?/ ?{BYTES}"),
+        F("gpu_index", r"gpu_async_(?P<gpu>\d+)"),
     ),
 }
 
@@ -349,7 +355,17 @@ SIGNATURES: tuple[Signature, ...] = (
     # Before the op's `OOM when allocating`, which its message is followed by.
     signature("tensorflow", r"Ran out of memory trying to allocate {SIZE} \. ?See logs for memory state", **_TF1_BFC),
     signature("tensorflow", "OOM when allocating tensor", fields=_TF_GPU, extras=(tf_tensor_bytes,), open_ended=True),
-    signature("tensorflow", _BFC_ANCHOR, fields=(F("requested_bytes", "trying to allocate {SIZE}"), *_TF_GPU)),
+    # the BFC allocator prints the size rounded to its bin after the human one: `560.44MiB (rounded to 587661312)`
+    # (tensorflow/core/common_runtime/bfc_allocator.cc); the exact bytes win over the two-decimal MiB
+    signature(
+        "tensorflow",
+        _BFC_ANCHOR,
+        fields=(
+            F("requested_bytes", r"trying to allocate \S+ ?\( ?rounded to {BYTES} ?\)"),
+            F("requested_bytes", "trying to allocate {SIZE}"),
+            *_TF_GPU,
+        ),
+    ),
     # TF 2 eager ops: `ResourceExhaustedError: failed to allocate memory [Op:AddV2]`
     # (https://github.com/faustomorales/keras-ocr/issues/195).
     signature("tensorflow", r"failed to allocate memory \[ ?Op ?:", fields=_TF_GPU),

@@ -84,6 +84,13 @@ TENSORRT_LLM: tuple[Wording, ...] = (
         r"Using (\d+) (?:total )?tokens in paged KV cache",
         ("kv_cache_tokens",),
     ),
+    # kvCacheManager.cpp prints the device's total and free memory (cudaMemGetInfo) before sizing the pool
+    _wording(
+        "tensorrt-llm",
+        "Memory usage when calculating max tokens in paged kv cache:",
+        rf"Memory usage when calculating max tokens in paged kv cache: total: {AMOUNT}, available: {AMOUNT}",
+        ("device_total_bytes", "device_free_bytes"),
+    ),
     _wording(
         "tensorrt-llm",
         "blocks in KV cache primary pool:",

@@ -257,6 +257,9 @@ class _RowReader:
             return Reject(number, f"expected {len(self.fields)} fields, found {len(parsed)}", line[:RAW_LIMIT])
         out: dict[str, object] = {"line": number}
         for field, value in zip(self.fields, values, strict=True):
+            if not value.strip() and field.unit:  # a measured field is a number or `[N/A]`, never nothing
+                reason = f"{field.name}: empty: the line was cut (a file copied or written in part)"
+                return Reject(number, reason, line[:RAW_LIMIT])
             if field.target is None or out.get(field.target.column) is not None:
                 continue  # an ignored field, or a second name for a column already filled
             try:

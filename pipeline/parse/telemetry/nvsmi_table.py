@@ -65,17 +65,27 @@ _TITLES = (
 
 
 def looks_like_nvsmi_table(text: str) -> bool:
-    """Whether a file is nvidia-smi tables: its `| NVIDIA-SMI x.y` line within the first three non-blank
-    lines, with only the date line and a border before it, and hardly a line that is neither a table's nor
-    a date line after it."""
+    """Whether a file is nvidia-smi tables: its `| NVIDIA-SMI x.y` line within the first four non-blank
+    lines, with only the command that printed it, the date line and a border before it, and hardly a line
+    that is neither a table's nor a date line after it."""
     lines = text.splitlines()
-    first = [line.strip() for line in lines[:10] if line.strip()][:3]
+    first = [line.strip() for line in lines[:10] if line.strip()][:4]
     for number, line in enumerate(first):
         if _HEADER.match(line):
-            if not all(clock_time(before, None) or _BORDER.match(before) for before in first[:number]):
+            if not all(_may_precede(before) for before in first[:number]):
                 return False
             return mostly_report(lines[:-1], _table_line)  # the last line of the head may be cut short
     return False
+
+
+# The command that printed the table, as a pasted terminal shows it (`# nvidia-smi`, `$ nvidia-smi -i 0`,
+# `user@host:~$ watch nvidia-smi`).
+_COMMAND = re.compile(r"nvidia-smi(?:\s+[-\w=,.:/]+)*\s*$")
+
+
+def _may_precede(line: str) -> bool:
+    """What may come before the table's header: its date line, a border, or the command that printed it."""
+    return bool(clock_time(line, None) or _BORDER.match(line) or _COMMAND.search(line))
 
 
 def _table_line(line: str) -> bool:
