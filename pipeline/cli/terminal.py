@@ -13,8 +13,11 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def visible(value: object) -> str:
-    """`value` as text with every control character shown as its escape (`\\x1b`), never acted on."""
+    """`value` as text with every control character shown as its escape (`\\x1b`), never acted on, and every
+    byte a name could not decode as its escape (`\\udcff`)."""
     text = "" if value is None else str(value)
+    # a file name that is not UTF-8 reaches Python with its bytes as lone surrogates, which no terminal can show
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 

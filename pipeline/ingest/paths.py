@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,10 +34,8 @@ def _paths(paths: list[str]) -> Iterator[tuple[str, str | None]]:
         path = Path(raw)
         if path.is_dir():
             yield from _walk(path)
-        elif path.is_file():
-            yield str(path), None
         else:
-            yield str(path), "no such file or directory"
+            yield str(path), _not_a_file(str(path))
 
 
 def _walk(root: Path) -> Iterator[tuple[str, str | None]]:
@@ -45,9 +44,29 @@ def _walk(root: Path) -> Iterator[tuple[str, str | None]]:
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             if not name.startswith("."):
-                yield os.path.join(folder, name), None
+                path = os.path.join(folder, name)
+                yield path, _not_a_file(path)
     for err in errors:
         yield str(err.filename), f"cannot read directory: {err.strerror}"
+
+
+# What a path that is not a regular file is: reading a FIFO waits for a writer forever, a device never ends.
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))  # fmt: skip
+
+
+def _not_a_file(path: str) -> str | None:
+    """Why `path` cannot be ingested as a file (a true reason), or None for a regular file."""
+    try:
+        mode = os.stat(path).st_mode  # follows symlinks
+    except OSError as exc:
+        if os.path.islink(path):
+            return f"a symbolic link to nothing readable ({exc.strerror or type(exc).__name__})"
+        return (exc.strerror or type(exc).__name__).lower()
+    if stat.S_ISREG(mode):
+        return _unnamed(path)
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return f"{kind}, not a file: nothing to read from it"
 
 
 def _sized(path: str, error: str | None) -> InputFile:
@@ -57,3 +76,13 @@ def _sized(path: str, error: str | None) -> InputFile:
         return InputFile(path, os.path.getsize(path))
     except OSError as exc:
         return InputFile(path, error=exc.strerror or type(exc).__name__)
+
+
+def _unnamed(path: str) -> str | None:
+    """Why a regular file's name cannot be kept: the database stores paths as UTF-8 text, and a name in another
+    encoding (the OS hands it over with its bytes escaped) cannot be written there."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return "its name is not UTF-8 text, which the database keeps paths as: rename the file"
+    return None
