@@ -66,6 +66,20 @@ def _ts_sql(source: str, duck_type: str) -> str:
 
 
 def _check_sql(field: Field, source: str, duck_type: str, converted: str) -> str:
+    """A reject reason when a present value does not convert (typed columns always do) or, for a time, when it
+    is no time a GPU log can carry; else NULL."""
+    unreadable = _unreadable_sql(field, source, duck_type, converted)
+    if field.kind != "ts":
+        return unreadable
+    implausible = (
+        f"CASE WHEN {converted} < TS_EARLIEST() OR {converted} > CAST(now() AS TIMESTAMP) + TS_AHEAD() "
+        f"THEN '{field.name}: ' || strftime({converted}, '%Y-%m-%d %H:%M:%S') || ' is before 2007 or more than a "
+        "year ahead: no GPU log was written then' END"
+    )
+    return implausible if unreadable == "NULL" else f"coalesce({unreadable}, {implausible})"
+
+
+def _unreadable_sql(field: Field, source: str, duck_type: str, converted: str) -> str:
     """A reject reason when a present value does not convert, else NULL (typed columns always convert)."""
     if field.kind == "text" or (_is_numeric(duck_type) and field.kind in ("bytes", "float")):
         return "NULL"

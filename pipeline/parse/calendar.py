@@ -8,7 +8,7 @@ import io
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -175,9 +175,18 @@ def _minutes(value: object) -> float:
 
 
 def expand(rule: JobRule, since: datetime, until: datetime) -> Iterator[JobWindow]:
-    """The runs of a recurring job that overlap [since, until]."""
+    """The runs of a recurring job that overlap [since, until]; runs that overlap or touch are one window (a
+    `* * * * *` rule of five minutes is one long window, not half a million over a year of data)."""
     duration = timedelta(minutes=rule.duration_minutes)
+    current: JobWindow | None = None
     for start in CronSim(rule.cron, since - duration):
         if start > until:
-            return
-        yield JobWindow(rule.line, rule.name, start, start + duration, rule.hosts)
+            break
+        if current is not None and start <= current.end:
+            current = replace(current, end=max(current.end, start + duration))
+            continue
+        if current is not None:
+            yield current
+        current = JobWindow(rule.line, rule.name, start, start + duration, rule.hosts)
+    if current is not None:
+        yield current

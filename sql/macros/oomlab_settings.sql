@@ -96,3 +96,9 @@ CREATE OR REPLACE MACRO CARD_MAX_BYTES() AS 4398046511104;
 -- A latency above a day: even a million generated tokens at 12 tokens a second, far below any GPU's decode
 -- rate for one sequence, finish within it; such a value is a timestamp or a unit slip, not a request's time.
 CREATE OR REPLACE MACRO IMPLAUSIBLE_LATENCY_MS() AS 86400000;
+
+-- A time a GPU log can carry: not before CUDA existed (CUDA 1.0, 2007; an epoch-0 or year-1 date is a unit or
+-- parsing slip) and not more than a year ahead of now (clock skew and zone slips are hours, not years; year 9999
+-- is a placeholder). A request row outside is a reject with the reason; the data's range ignores such rows.
+CREATE OR REPLACE MACRO TS_EARLIEST() AS TIMESTAMP '2007-01-01';
+CREATE OR REPLACE MACRO TS_AHEAD() AS INTERVAL 366 DAY;

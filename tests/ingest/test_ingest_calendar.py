@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from conftest import H200
 
@@ -77,3 +77,14 @@ def test_a_ragged_row_is_rejected_with_the_fix_not_misread(tmp_path, db, run_cli
     ]
     reason = f"{path}:2: 5 fields where the header names 4: a cron expression with a list (days 3,6) must be quoted"
     assert reason in result.stderr and '"0 14 * * 3,6"' in result.stderr
+
+
+def test_runs_that_overlap_are_one_window():
+    """Issue 14, item 4: `* * * * *` for five minutes is one long window, not a run per minute held in memory
+    (with a year-1-to-9999 data range it was 3.4 GB before the expansion was refused)."""
+    from oomlab.parse.calendar import JobRule, expand
+
+    windows = list(expand(JobRule(2, "burn", "* * * * *", 5.0, None), datetime(2026, 11, 1), datetime(2026, 11, 8)))
+    assert [(w.start, w.end) for w in windows] == [(datetime(2026, 10, 31, 23, 56), datetime(2026, 11, 8, 0, 5))]
+    daily = list(expand(JobRule(3, "backup", "0 1 * * *", 90.0, None), datetime(2026, 11, 1), datetime(2026, 11, 8)))
+    assert len(daily) == 7 and all(w.end - w.start == timedelta(minutes=90) for w in daily)
