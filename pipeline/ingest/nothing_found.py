@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..parse import detect
-from ..parse.facts import count_lines
+from ..parse.facts import line_count
 
 # What each kind of input is read for (the tables it would fill).
 _LOOKED_FOR: dict[str, str] = {
@@ -26,7 +26,7 @@ def nothing_found_note(path: Path, kind: str) -> str:
     for."""
     looked_for = _LOOKED_FOR.get(kind, "GPU or process sample")
     try:
-        lines = f" of {count_lines(path):,} lines"
+        lines = f" of {line_count(path):,} lines"
     except (OSError, EOFError, ValueError):  # counted only for the note: a file that cannot be re-read has none
         lines = ""
     return f"nothing found: a {kind} file{lines}, no {looked_for}"

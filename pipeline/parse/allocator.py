@@ -202,9 +202,7 @@ class SummaryScanner:
     reader: SummaryReader = field(default_factory=SummaryReader)
 
     def window(self, window: Window) -> None:
-        for hit, line in window.marked(SUMMARY_FINDER):
-            end = window.buf.find(b"\n", hit, len(window.buf))
-            text = window.buf[hit : len(window.buf) if end < 0 else end].decode("utf-8", errors="replace")
+        for line, text in window.marked_lines(SUMMARY_FINDER):
             self.reader.add(line, text, self.clock(text))
 
     def moments(self) -> list[AllocatorMoment]:

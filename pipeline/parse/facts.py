@@ -89,26 +89,21 @@ def file_facts(path: str | Path, count_lines: bool = True) -> FileFacts:
     asked, since counting holds the GIL that a text scan beside it needs."""
     if not count_lines:
         return FileFacts(sha256_of(path), -1)
+    if compression_of(path) is not None:
+        return FileFacts(sha256_of(path), line_count(path))
     counter = _LineCounter()
-    if compression_of(path) is None:
-        digest = hashlib.sha256()
+    digest = hashlib.sha256()
 
-        def both(piece: memoryview | bytes) -> None:
-            digest.update(piece)
-            counter.feed(piece)
+    def both(piece: memoryview | bytes) -> None:
+        digest.update(piece)
+        counter.feed(piece)
 
-        _each_piece(path, both)
-        sha = digest.hexdigest()
-    else:
-        sha = sha256_of(path)
-        with open_binary(path) as handle:
-            while chunk := handle.read(_CHUNK):
-                counter.feed(chunk)
+    _each_piece(path, both)
     counter.finish()
-    return FileFacts(sha, counter.lines)
+    return FileFacts(digest.hexdigest(), counter.lines)
 
 
-def count_lines(path: str | Path) -> int:
+def line_count(path: str | Path) -> int:
     """The lines of the decompressed file (a last line without its newline counts too)."""
     counter = _LineCounter()
     with open_binary(path) as handle:

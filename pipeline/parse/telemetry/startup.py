@@ -193,9 +193,7 @@ class StartupScanner:
 
     def window(self, window: Window) -> None:
         """Take the marker lines of one window (found by the OOM scan's search when it was given `FINDER`)."""
-        for hit, line in window.marked(FINDER):
-            end = window.buf.find(b"\n", hit, len(window.buf))
-            text = window.buf[hit : len(window.buf) if end < 0 else end].decode("utf-8", errors="replace")
+        for line, text in window.marked_lines(FINDER):
             reading = read_line(text)
             if reading is not None:
                 ts = line_time(self.clock, text, reading.at)

@@ -118,6 +118,12 @@ class Window:
             return ahead
         return tuple(_numbered(self.buf, finder.lines(self.buf, self.lo, self.hi), self.lo, self.line)[0])
 
+    def marked_lines(self, finder: MarkerFinder) -> Iterator[tuple[int, str]]:
+        """`marked` as (line number, the line's text): only these lines are decoded."""
+        for hit, line in self.marked(finder):
+            end = self.buf.find(b"\n", hit, len(self.buf))
+            yield line, self.buf[hit : len(self.buf) if end < 0 else end].decode("utf-8", errors="replace")
+
 
 def _numbered(buf: Buffer, starts: Sequence[int], lo: int, line: int) -> tuple[list[Mark], int, int]:
     """Sorted line starts from `lo` on (whose line is number `line`) with their numbers; and the last start
