@@ -29,7 +29,16 @@ _NUMERIC = (
     "DECIMAL",
 )
 _INTEGER = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT")
-_NUMERIC_CASTS = {"bytes": "CAST(round({0}) AS BIGINT)", "float": "CAST({0} AS DOUBLE)", "int": "oomlab_int({0})"}
+# Integer types whose every value fits a BIGINT: their conversion cannot fail (HUGEINT and UBIGINT can overflow).
+_WITHIN_BIGINT = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER")
+# Conversions of numbers the reader typed: TRY_CAST, so that a value no BIGINT holds (2^70, 1e30) is a reject of
+# its row with the reason (`_unreadable_sql`), not an error that fails the file.
+_NUMERIC_CASTS = {
+    "bytes": "try_cast(round({0}) AS BIGINT)",
+    "float": "CAST({0} AS DOUBLE)",
+    "int": "oomlab_int({0})",
+}
+_TEXT_MACROS = {"int": "oomlab_int", "float": "oomlab_float", "bytes": "oomlab_bytes", "text": "oomlab_text"}
 _WHAT = {"ts": "a timestamp", "int": "an integer", "float": "a number", "bytes": "a byte size", "text": "text"}
 
 
@@ -41,18 +50,44 @@ def _is_integer(duck_type: str) -> bool:
     return duck_type.startswith(_INTEGER)
 
 
+def _is_text(duck_type: str) -> bool:
+    return duck_type == "VARCHAR"
+
+
+def _as_text_sql(source: str, duck_type: str) -> str:
+    """A column that is neither text nor a number nor a time, as text read value by value.
+
+    DuckDB's reader types a column JSON when its sample mixes representations (an epoch number among ISO
+    times, "3.5 GiB" among integers, `true` among counts): each value is then read on its own merits from its
+    JSON text, a string unquoted. BOOLEAN becomes 'true'/'false', which no numeric field accepts; nested
+    values become their JSON text.
+    """
+    if duck_type == "JSON":
+        return f"json_extract_string({source}, '$')"
+    if duck_type.startswith(("STRUCT", "MAP")) or duck_type.endswith("[]"):
+        return f"CAST(to_json({source}) AS VARCHAR)"
+    return f"CAST({source} AS VARCHAR)"
+
+
+def field_source(source: str, duck_type: str) -> tuple[str, str]:
+    """(source, type) a field is converted from: a column of another type is read as text, per value."""
+    if _is_text(duck_type) or _is_numeric(duck_type) or duck_type.startswith(("TIMESTAMP", "DATE")):
+        return source, duck_type
+    return _as_text_sql(source, duck_type), "VARCHAR"
+
+
 def convert_sql(kind: str, source: str, duck_type: str) -> str:
-    """SQL converting `source` (of DuckDB type `duck_type`) to the canonical kind."""
+    """SQL converting `source` (of DuckDB type `duck_type`, after `field_source`) to the canonical kind;
+    NULL where the value does not convert (`_unreadable_sql` gives its reason)."""
     if kind == "ts":
         return _ts_sql(source, duck_type)
     if _is_integer(duck_type) and kind in ("int", "bytes"):
-        return f"CAST({source} AS BIGINT)"
+        return f"try_cast({source} AS BIGINT)"
     if _is_numeric(duck_type) and kind in _NUMERIC_CASTS:
         return _NUMERIC_CASTS[kind].format(source)  # typed by the reader: no parsing needed
-    if kind == "text" and duck_type == "VARCHAR":
+    if kind == "text" and _is_text(duck_type):
         return f"nullif({source}, '')"
-    macro = {"int": "oomlab_int", "float": "oomlab_float", "bytes": "oomlab_bytes", "text": "oomlab_text"}[kind]
-    return f"{macro}({source})"
+    return f"{_TEXT_MACROS[kind]}({source})"
 
 
 def _ts_sql(source: str, duck_type: str) -> str:
@@ -66,8 +101,8 @@ def _ts_sql(source: str, duck_type: str) -> str:
 
 
 def _check_sql(field: Field, source: str, duck_type: str, converted: str) -> str:
-    """A reject reason when a present value does not convert (typed columns always do) or, for a time, when it
-    is no time a GPU log can carry; else NULL."""
+    """A reject reason when a present value does not convert or, for a time, when it is no time a GPU log can
+    carry; else NULL."""
     unreadable = _unreadable_sql(field, source, duck_type, converted)
     if field.kind != "ts":
         return unreadable
@@ -79,20 +114,31 @@ def _check_sql(field: Field, source: str, duck_type: str, converted: str) -> str
     return implausible if unreadable == "NULL" else f"coalesce({unreadable}, {implausible})"
 
 
+def _converts_always(kind: str, duck_type: str) -> bool:
+    """Conversions that cannot fail: text, times the reader typed, numbers within BIGINT, doubles as floats."""
+    if kind == "text" or duck_type.startswith(("TIMESTAMP", "DATE")):
+        return True
+    if duck_type.startswith(_WITHIN_BIGINT) and kind in ("int", "bytes", "float"):
+        return True
+    return kind == "float" and _is_numeric(duck_type)
+
+
 def _unreadable_sql(field: Field, source: str, duck_type: str, converted: str) -> str:
-    """A reject reason when a present value does not convert, else NULL (typed columns always convert)."""
-    if field.kind == "text" or (_is_numeric(duck_type) and field.kind in ("bytes", "float")):
-        return "NULL"
-    if _is_integer(duck_type) or duck_type.startswith(("TIMESTAMP", "DATE")):
+    """A reject reason when a present value does not convert, else NULL."""
+    if _converts_always(field.kind, duck_type):
         return "NULL"
     present = f"{source} IS NOT NULL"
-    if duck_type == "VARCHAR":
+    if _is_text(duck_type):
         present += f" AND trim({source}) <> ''"
     shown = f"left(CAST({source} AS VARCHAR), 60)"
-    return (
-        f"CASE WHEN {present} AND {converted} IS NULL "
-        f"THEN '{field.name}: ' || {shown} || ' is not {_WHAT[field.kind]}' END"
-    )
+    # A number (typed, or text that reads as one) fails only by its size or, for a count, a fraction: the reason
+    # says so whichever reader read it, so that the same value gets the same reason on either path.
+    numeric = "a whole number in range" if field.kind == "int" else f"{_WHAT[field.kind]} in range"
+    if _is_numeric(duck_type):
+        what = f"'{numeric}'"
+    else:
+        what = f"CASE WHEN try_cast({source} AS DOUBLE) IS NULL THEN '{_WHAT[field.kind]}' ELSE '{numeric}' END"
+    return f"CASE WHEN {present} AND {converted} IS NULL THEN '{field.name}: ' || {shown} || ' is not ' || {what} END"
 
 
 @dataclass(frozen=True)
@@ -109,7 +155,7 @@ def _field_sql(stage: Stage, field: Field, columns: list[str]) -> tuple[str, lis
     """The converted value of a field (first non-NULL of its columns) and the checks of each column."""
     converted, checks = [], []
     for column in columns:
-        source, duck_type = stage.column_sql(column), stage.columns[column]
+        source, duck_type = field_source(stage.column_sql(column), stage.columns[column])
         value = convert_sql(field.kind, source, duck_type)
         converted.append(value)
         checks.append(_check_sql(field, source, duck_type, value))
@@ -119,13 +165,15 @@ def _field_sql(stage: Stage, field: Field, columns: list[str]) -> tuple[str, lis
 
 def _missing_ts_sql(stage: Stage, columns: list[str]) -> str:
     """'missing timestamp' when no timestamp column has a value (a bad value has its own reason)."""
-    present = [
-        f"nullif(trim({stage.column_sql(c)}), '')" if stage.columns[c] == "VARCHAR" else stage.column_sql(c)
-        for c in columns
-    ]
+    present = [_present_sql(*field_source(stage.column_sql(c), stage.columns[c])) for c in columns]
     if not present:
         return "'missing timestamp'"
     return f"CASE WHEN coalesce({', '.join(present)}) IS NULL THEN 'missing timestamp' END"
+
+
+def _present_sql(source: str, duck_type: str) -> str:
+    """The value as text when it is there (not NULL, not blank text), else NULL: one type for every column."""
+    return f"nullif(trim({source}), '')" if _is_text(duck_type) else f"CAST({source} AS VARCHAR)"
 
 
 # The arguments of sql/macros/oomlab_request_possible.sql (and _impossible), in their order.

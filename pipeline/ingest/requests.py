@@ -12,6 +12,7 @@ import duckdb
 from ..config import IngestOptions
 from ..errors import InputError, OomlabError
 from ..load import tables as load
+from ..load.settings import MAX_RECORD_BYTES
 from ..load.sql import bind, run_file, sql_text
 from ..parse import detect, structured
 from ..parse.facts import FileFacts
@@ -143,13 +144,14 @@ def _stage_builders(kind: str, path: Path, compression: str, work: structured.Wo
     if kind == detect.PARQUET:
         return (lambda con: structured.parquet_stage(con, path)), None
     if kind == detect.CSV:
+        header = structured.csv_header(path, MAX_RECORD_BYTES)
         return (
-            (lambda con: structured.fast_csv_stage(con, path, compression)),
-            (lambda con: structured.robust_csv_stage(con, path, work)),
+            (lambda con: structured.fast_csv_stage(con, path, compression, header)),
+            (lambda con: structured.robust_csv_stage(con, path, header, MAX_RECORD_BYTES)),
         )
     return (
-        (lambda con: structured.fast_jsonl_stage(con, path, compression)),
-        (lambda con: structured.robust_jsonl_stage(con, path, compression, work)),
+        (lambda con: structured.fast_jsonl_stage(con, path, compression, MAX_RECORD_BYTES)),
+        (lambda con: structured.robust_jsonl_stage(con, path, compression, work, MAX_RECORD_BYTES)),
     )
 
 

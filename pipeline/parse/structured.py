@@ -13,9 +13,11 @@ import csv
 import json
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import duckdb
 
@@ -108,26 +110,82 @@ def _typed_stage(con: duckdb.DuckDBPyConnection, relation: str, params: dict[str
     )
 
 
-def fast_jsonl_stage(con: duckdb.DuckDBPyConnection, path: Path, compression: str) -> Stage:
-    """JSON Lines typed by DuckDB's reader; fails as a whole on any malformed line."""
-    relation = "read_json($path, format='newline_delimited', compression=$compression)"
-    return _typed_stage(con, relation, {"path": str(path), "compression": compression}, 1)
+def fast_jsonl_stage(con: duckdb.DuckDBPyConnection, path: Path, compression: str, max_line: int) -> Stage:
+    """JSON Lines typed by DuckDB's reader; fails as a whole on any malformed line or one over `max_line` bytes."""
+    relation = "read_json($path, format='newline_delimited', compression=$compression, maximum_object_size=$max)"
+    return _typed_stage(con, relation, {"path": str(path), "compression": compression, "max": max_line}, 1)
 
 
-def _header_line(path: Path) -> str:
+@dataclass(frozen=True)
+class CsvHeader:
+    """A CSV's header line: its delimiter and column names."""
+
+    delimiter: str
+    columns: tuple[str, ...]
+
+
+def csv_header(path: Path, max_line: int) -> CsvHeader:
+    """The header of a CSV request log; an InputError when it has none, is too long, or names a column twice
+    (which of the two a field would be read from is unknown)."""
     with open_binary(path) as handle:
-        return handle.readline().decode("utf-8", errors="replace")
+        raw = handle.readline(max_line + 1)
+    if len(raw) > max_line:
+        raise InputError(str(path), f"the header line is over {max_line:,} bytes: not a CSV header")
+    line = raw.decode("utf-8-sig", errors="replace").rstrip("\r\n")
+    delimiter = csv_delimiter(line) or ","
+    try:
+        names = next(csv.reader([line], delimiter=delimiter))
+    except (csv.Error, StopIteration) as exc:
+        raise InputError(str(path), f"line 1: not a CSV header ({exc or 'empty'})") from exc
+    columns = tuple(name.strip() or f"column{i}" for i, name in enumerate(names))
+    twice = sorted({c for c in columns if columns.count(c) > 1})
+    if twice:
+        raise InputError(
+            str(path), f"line 1: the header names {', '.join(twice)} twice: which column is meant is unknown"
+        )
+    return CsvHeader(delimiter, columns)
 
 
-def fast_csv_stage(con: duckdb.DuckDBPyConnection, path: Path, compression: str) -> Stage:
-    """CSV with a header, typed by DuckDB's sniffer; a row of the wrong width fails the whole read.
-    Line numbers count the header line."""
-    delimiter = csv_delimiter(_header_line(path)) or ","
-    relation = (
-        "read_csv($path, header=true, delim=$delim, strict_mode=true, null_padding=false, compression=$compression)"
-    )
-    params = {"path": str(path), "compression": compression, "delim": delimiter}
+# DuckDB's CSV sniffer reads this many rows to type the columns (its default, passed explicitly so the check
+# below covers what it reads); it takes time quadratic in a field's length (0.65 s for one 128 KiB field, 4 s
+# for 1 MB, minutes at a few MB), while reading itself is linear.
+_SNIFF_ROWS = 20480
+# A sniff sample with a line longer than this is read without sniffing: request fields are numbers, times and
+# short names, so a longer line is a logged prompt or garbage, and the sniff would cost seconds on it.
+_SNIFF_LINE_BYTES = 64 << 10
+
+
+def fast_csv_stage(con: duckdb.DuckDBPyConnection, path: Path, compression: str, header: CsvHeader) -> Stage:
+    """CSV typed by DuckDB's sniffer (a column mixing representations is text, read value by value); a row of
+    the wrong width fails the whole read. When the sniff sample holds a very long line, every column is read
+    as text instead, unsniffed. Line numbers count the header line."""
+    params = {"path": str(path), "compression": compression, "delim": header.delimiter}
+    common = "header=true, delim=$delim, strict_mode=true, null_padding=false, compression=$compression"
+    if _longest_of_first_lines(path, _SNIFF_ROWS + 1, _SNIFF_LINE_BYTES) <= _SNIFF_LINE_BYTES:
+        relation = f"read_csv($path, {common}, sample_size={_SNIFF_ROWS})"
+    else:
+        columns = "{" + ", ".join(f"{_sql_string(c)}: 'VARCHAR'" for c in header.columns) + "}"
+        relation = f"read_csv($path, {common}, auto_detect=false, columns={columns}, quote='\"', escape='\"')"
     return _typed_stage(con, relation, params, 2)  # after the header line
+
+
+def _longest_of_first_lines(path: Path, count: int, enough: int) -> int:
+    """The length of the longest of the first `count` lines, or `enough` + 1 as soon as one is longer."""
+    longest = 0
+    with open_binary(path) as handle:
+        for _ in range(count):
+            line = handle.readline(enough + 1)
+            if not line:
+                break
+            longest = max(longest, len(line.rstrip(b"\r\n")))
+            if longest > enough:
+                break
+    return longest
+
+
+def _sql_string(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 def parquet_stage(con: duckdb.DuckDBPyConnection, path: Path) -> Stage:
@@ -135,27 +193,37 @@ def parquet_stage(con: duckdb.DuckDBPyConnection, path: Path) -> Stage:
     return _typed_stage(con, "read_parquet($path)", {"path": str(path)}, 1)
 
 
-def robust_jsonl_stage(con: duckdb.DuckDBPyConnection, path: Path, compression: str, work: Workspace) -> Stage:
-    """JSON Lines read line by line: invalid JSON and non-objects become rejects with their line."""
+def robust_jsonl_stage(
+    con: duckdb.DuckDBPyConnection, path: Path, compression: str, work: Workspace, max_line: int
+) -> Stage:
+    """JSON Lines read line by line: invalid JSON, non-objects, a key given twice and lines over `max_line`
+    bytes become rejects with their line."""
     lines_path, rejects = path, []
-    if _needs_sanitising(path):
-        lines_path, rejects = _sanitise_lines(path, work)
+    if _needs_sanitising(path, max_line):
+        lines_path, rejects = _sanitise_lines(path, work, max_line)
         compression = "none"
     params = {"path": str(lines_path), "compression": compression}
     lines = (
-        f"(SELECT ordinality AS line, raw FROM read_csv($path, {_LINES_CSV}) WITH ORDINALITY "
-        "WHERE trim(raw, ' ' || chr(9) || chr(13)) <> '')"
-    )  # blank: spaces, tabs; other space is content
+        f"(SELECT ordinality AS line, raw FROM read_csv($path, {_LINES_CSV}, max_line_size={max_line + 2}) "
+        "WITH ORDINALITY WHERE trim(raw, ' ' || chr(9) || chr(13)) <> '')"
+    )  # blank: spaces, tabs; other space is content. +2: the line's own CR LF
     keys = [r[0] for r in con.execute(f"SELECT DISTINCT unnest(try(json_keys(raw))) FROM {lines}", params).fetchall()]
     params["paths"] = ["$." + json.dumps(k) for k in keys]
-    relation = f"(SELECT line, raw, try(json_extract_string(raw, $paths)) AS j FROM {lines})"
+    relation = f"(SELECT line, raw, try(json_extract_string(raw, $paths)) AS j, try(json_keys(raw)) AS k FROM {lines})"
     index = {k: i + 1 for i, k in enumerate(keys)}
 
     def extra(consumed: set[str]) -> str:
         params["patch"] = json.dumps({k: None for k in consumed})
         return "nullif(CAST(try(json_merge_patch(raw, $patch)) AS VARCHAR), '{}')"
 
-    guard = "CASE WHEN j IS NULL THEN 'invalid JSON' WHEN left(ltrim(raw), 1) <> '{' THEN 'not a JSON object' END"
+    # A key given twice: JSON leaves the meaning open (DuckDB's reader refuses the file, json_extract takes the
+    # first, Python's json the last), so the row is a reject naming the key rather than a silent pick.
+    guard = (
+        "CASE WHEN j IS NULL THEN 'invalid JSON' WHEN left(ltrim(raw), 1) <> '{' THEN 'not a JSON object' "
+        "WHEN len(k) <> len(list_distinct(k)) THEN 'the key ' || "
+        "to_json(list_filter(k, lambda x: len(list_filter(k, lambda y: y = x)) > 1)[1]) || "
+        "' is given twice: which value is meant is unknown' END"
+    )
     return Stage(
         relation=relation,
         columns=dict.fromkeys(keys, "VARCHAR"),
@@ -168,14 +236,22 @@ def robust_jsonl_stage(con: duckdb.DuckDBPyConnection, path: Path, compression: 
     )
 
 
-def _needs_sanitising(path: Path) -> bool:
-    """True when the text is not UTF-8 or holds the line reader's delimiter byte (DuckDB would
-    refuse the first and silently cut lines at the second)."""
+def _needs_sanitising(path: Path, max_line: int) -> bool:
+    """True when DuckDB's line reader cannot take the file as it is: text that is not UTF-8, the reader's
+    delimiter byte (it would silently cut lines there), a carriage return that ends no line (its CSV state
+    machine refuses a file mixing CR and LF line ends) or a line over `max_line` bytes. One pass in chunks."""
     decoder = codecs.getincrementaldecoder("utf-8")()
+    run, pending_cr = 0, False  # bytes since the last LF; whether the previous chunk ended in CR
     with open_binary(path) as handle:
-        while chunk := handle.read(16 << 20):
-            if b"\x01" in chunk:
+        while chunk := handle.read(max_line):
+            if b"\x01" in chunk or _bare_cr(chunk, pending_cr):
                 return True
+            pending_cr = chunk.endswith(b"\r")
+            first, last = chunk.find(b"\n"), chunk.rfind(b"\n")
+            # a chunk holds max_line bytes, so only a line crossing chunks can be longer
+            if (run + (len(chunk) if first < 0 else first)) > max_line:
+                return True
+            run = run + len(chunk) if first < 0 else len(chunk) - last - 1
             try:
                 decoder.decode(chunk)
             except UnicodeDecodeError:
@@ -184,15 +260,42 @@ def _needs_sanitising(path: Path) -> bool:
         decoder.decode(b"", final=True)
     except UnicodeDecodeError:
         return True
-    return False
+    return pending_cr or run > max_line
 
 
-def _sanitise_lines(path: Path, work: Workspace) -> tuple[Path, list[Reject]]:
-    """A copy DuckDB can read line by line: lines that are not UTF-8 are blanked (numbers kept) with a
-    reject each, and the delimiter byte is written as the text \\u0001 (such a line is invalid JSON either way)."""
+def _bare_cr(chunk: bytes, pending_cr: bool) -> bool:
+    """Whether a chunk holds a CR not followed by LF (one at its very end is decided by the next chunk)."""
+    if pending_cr and not chunk.startswith(b"\n"):
+        return True
+    bare = chunk.count(b"\r") - chunk.count(b"\r\n")
+    return bare > (1 if chunk.endswith(b"\r") else 0)
+
+
+def _bounded_lines(handle: BinaryIO, max_line: int) -> Iterator[tuple[bytes, int]]:
+    """(line, its length) for each LF-terminated line; a line over `max_line` bytes is yielded as b"" with its
+    full length, read through in pieces so that no more than `max_line` bytes are ever held."""
+    while line := handle.readline(max_line + 1):
+        if len(line) <= max_line or line.endswith(b"\n"):
+            yield line, len(line)
+            continue
+        length = len(line)
+        while (piece := handle.readline(max_line)) and not piece.endswith(b"\n"):
+            length += len(piece)
+        yield b"", length + len(piece)
+
+
+def _sanitise_lines(path: Path, work: Workspace, max_line: int) -> tuple[Path, list[Reject]]:
+    """A copy DuckDB can read line by line, with the same line numbers: a line that is not UTF-8 or is over
+    `max_line` bytes is blanked with a reject each; the delimiter byte is written as the text \\u0001 and a CR
+    that ends no line as the text \\r (valid escapes inside a JSON string, invalid JSON outside one, as the
+    raw bytes would be)."""
     clean, rejects = work.file(path.name + ".utf8"), []
     with open_binary(path) as src, open(clean, "wb") as dst:
-        for number, line in enumerate(src, start=1):
+        for number, (line, length) in enumerate(_bounded_lines(src, max_line), start=1):
+            if not line:
+                rejects.append(Reject(number, _too_long(length, max_line), ""))
+                dst.write(b"\n")
+                continue
             try:
                 line.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -204,33 +307,27 @@ def _sanitise_lines(path: Path, work: Workspace) -> tuple[Path, list[Reject]]:
                     )
                 )
                 line = b"\n"
-            dst.write(line.replace(b"\x01", b"\\u0001"))
+            dst.write(_escape_line(line))
     return clean, rejects
 
 
-def robust_csv_stage(con: duckdb.DuckDBPyConnection, path: Path, work: Workspace) -> Stage:
-    """CSV read with Python's csv module: rows with the wrong number of fields become rejects."""
-    del work  # rows are held in Arrow; nothing to write
-    with open_binary(path) as handle:
-        text = handle.read().decode("utf-8", errors="replace")
-    reader = csv.reader(text.splitlines(), delimiter=csv_delimiter(text.split("\n", 1)[0]) or ",")
-    header = next(reader)
-    rows, lines, rejects = [], [], []
-    for row in reader:
-        if not any(cell.strip() for cell in row):
-            continue
-        if len(row) != len(header):
-            rejects.append(
-                Reject(reader.line_num, f"{len(row)} fields where the header has {len(header)}", ",".join(row)[:2000])
-            )
-            continue
-        rows.append(row)
-        lines.append(reader.line_num)
+def _escape_line(line: bytes) -> bytes:
+    """The delimiter byte and carriage returns that end no line, written as JSON escapes."""
+    end = b"\r\n" if line.endswith(b"\r\n") else b"\n" if line.endswith(b"\n") else b""
+    body = line[: len(line) - len(end)]
+    return body.replace(b"\x01", b"\\u0001").replace(b"\r", b"\\r") + end
+
+
+def robust_csv_stage(con: duckdb.DuckDBPyConnection, path: Path, header: CsvHeader, max_line: int) -> Stage:
+    """CSV read with Python's csv module, line by line with bounded memory: a row with the wrong number of
+    fields, one that is not UTF-8, one the csv module cannot parse (a bare CR in an unquoted field) and a line
+    over `max_line` bytes become rejects; a quoted field may span lines."""
+    rows, lines, rejects = _csv_rows(path, header, max_line)
     import pyarrow as pa  # only this fallback needs it
 
     table = pa.table(
-        {"line": lines, **{h: [r[i] for r in rows] for i, h in enumerate(header)}},
-        schema=pa.schema([("line", pa.int64()), *((h, pa.string()) for h in header)]),
+        {"line": lines, **{h: [r[i] for r in rows] for i, h in enumerate(header.columns)}},
+        schema=pa.schema([("line", pa.int64()), *((h, pa.string()) for h in header.columns)]),
     )
     name = f"robust_csv_{id(table)}"
     con.register(name, table)
@@ -239,6 +336,74 @@ def robust_csv_stage(con: duckdb.DuckDBPyConnection, path: Path, work: Workspace
     stage.line, stage.first_line = "line", None  # rows carry their own line numbers
     stage.rejects = rejects
     return stage
+
+
+def _csv_rows(path: Path, header: CsvHeader, max_line: int) -> tuple[list[list[str]], list[int], list[Reject]]:
+    """The data rows of a CSV with the line each starts on, and the rejects."""
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    rejects: list[Reject] = []
+    width = len(header.columns)
+    with open_binary(path) as handle, _csv_field_limit(max_line):
+        numbered = _decoded_lines(handle, max_line, rejects)
+        next(numbered, None)  # the header
+        position = {"line": 1}
+
+        def texts() -> Iterator[str]:
+            for number, text in numbered:
+                position["line"] = number
+                yield text
+
+        reader = csv.reader(texts(), delimiter=header.delimiter, strict=True)
+        while True:
+            start = position["line"] + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                rejects.append(Reject(start, f"not a CSV row: {exc}", ""))
+                continue
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(row) != width:
+                raw = header.delimiter.join(row)[:2000]
+                rejects.append(Reject(start, f"{len(row)} fields where the header has {width}", raw))
+                continue
+            rows.append(row)
+            lines.append(start)
+    rejects.sort(key=lambda reject: reject.line)
+    return rows, lines, rejects
+
+
+def _decoded_lines(handle: BinaryIO, max_line: int, rejects: list[Reject]) -> Iterator[tuple[int, str]]:
+    """(number, text) of each line, its line end kept; a line that is not UTF-8 or over `max_line` bytes is a
+    reject and reads as an empty line (so a quoted field cannot run on through it)."""
+    for number, (line, length) in enumerate(_bounded_lines(handle, max_line), start=1):
+        if not line:
+            rejects.append(Reject(number, _too_long(length, max_line), ""))
+            yield number, "\n"
+            continue
+        try:
+            yield number, line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            text = line.decode("utf-8", errors="replace")[:2000]
+            rejects.append(Reject(number, f"not UTF-8 text ({exc.reason} at byte {exc.start})", text))
+            yield number, "\n"
+
+
+@contextmanager
+def _csv_field_limit(limit: int) -> Iterator[None]:
+    """The csv module's field size limit (128 KiB by default, process-wide) raised to `limit` while reading."""
+    previous = csv.field_size_limit(limit)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(previous)
+
+
+def _too_long(length: int, max_line: int) -> str:
+    return f"a line of {length:,} bytes: over the {max_line:,} a request record can take"
 
 
 def json_array_to_lines(path: Path, work: Workspace) -> Path:

@@ -102,3 +102,9 @@ CREATE OR REPLACE MACRO IMPLAUSIBLE_LATENCY_MS() AS 86400000;
 -- is a placeholder). A request row outside is a reject with the reason; the data's range ignores such rows.
 CREATE OR REPLACE MACRO TS_EARLIEST() AS TIMESTAMP '2007-01-01';
 CREATE OR REPLACE MACRO TS_AHEAD() AS INTERVAL 366 DAY;
+
+-- The longest line a request record can take (16 MiB, also DuckDB read_json's default maximum_object_size): one
+-- request's fields, even with its whole prompt text logged, are at most the longest served context (about 2M
+-- tokens at about 4 bytes each: 8 MB). A longer line is a reject of that line (read with bounded memory), not a
+-- reason to fail the file or to hold a line without a newline in memory.
+CREATE OR REPLACE MACRO MAX_RECORD_BYTES() AS 16777216;

@@ -95,7 +95,7 @@ def test_an_unreadable_and_an_impossible_value_give_both_reasons(tmp_path, db, r
     path.write_text(json.dumps(row) + "\n" + json.dumps(read_jsonl_gz(H200 / "serve_mixed" / "requests.jsonl.gz")[1]))
     assert run_cli("ingest", path, "--db", db, "--quiet").exit_code == 0
     assert sql("SELECT line, reason FROM rejects") == [
-        (1, 'batch_size: "many" is not an integer; peak_allocated -5 B is negative')
+        (1, "batch_size: many is not an integer; peak_allocated -5 B is negative")
     ]
 
 

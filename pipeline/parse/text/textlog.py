@@ -19,7 +19,7 @@ from ..compression import READ_ERRORS
 from ..oom.clean import clean_message_text
 from ..oom.message import OOM_MARKERS, Reading, analyse_oom, heads_message, opens_message
 from .logline import FOLLOW_UP, LineClock, claims_oom, is_record_start
-from .textscan import SEGMENT_BYTES, MarkerFinder, Window, iter_windows
+from .textscan import SEGMENT_BYTES, MarkerFinder, Window, iter_windows, line_text
 
 REJECT_REASON = "text mentions out of memory but matches no known OOM message format"
 MAX_MESSAGE_LINES = 64  # a message continues over at most this many lines
@@ -148,9 +148,9 @@ class _Scanner:
         return len(window.buf) if end < 0 else end + 1
 
     def _text(self, start: int, end: int) -> str:
-        """The decoded line at buf[start:end], without its line break."""
+        """The decoded line at buf[start:end], without its line break (a very long one cut: `line_text`)."""
         assert self._window is not None
-        return self._window.buf[start:end].decode("utf-8", errors="replace").rstrip("\r\n")
+        return line_text(self._window.buf, start, end, _FINDER).rstrip("\r\n")
 
     def _message_at(self, hit: int, line: int) -> _Event | Reject | None:
         """The message whose marker is on the line at `hit`; a Reject; or None for a weak marker."""

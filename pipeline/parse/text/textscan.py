@@ -34,6 +34,12 @@ LOOKAHEAD_BYTES = 64 << 10  # a compressed buffer always holds this much after i
 BEHIND_LINES = 4  # and this many lines before it, for messages that start before their marker
 _MAX_SEGMENT = 1 << 30  # arrow views address a segment with 32-bit offsets
 _MAX_LINE = 64 << 20  # a compressed log's line longer than this is searched in pieces
+# The most of one line a reader decodes: a message (with its stack, say, in a JSON record's one line) is at most
+# textlog.MAX_MESSAGE_BYTES (32 KiB), so a longer line is read as its head (where its time and record prefix
+# are) and the text around its first marker. A 4 GiB line without a newline then costs a scan for the marker
+# in place, not gigabytes of decoded copies.
+LINE_TEXT_BYTES = 64 << 10
+_LINE_HEAD_BYTES = 1 << 10
 
 Buffer = Any  # bytes, bytearray or mmap.mmap: the buffer protocol plus find/rfind
 Mark = tuple[int, int]  # a line that holds a marker: its start in the window's buffer, its 1-based line number
@@ -53,6 +59,7 @@ class MarkerFinder:
         # literals make the regex's prefilter faster); `split` tells the readers' markers apart again.
         needed = [m for m in dict.fromkeys(self.markers) if not any(o != m and o in m for o in self.markers)]
         self.needed = tuple(needed)
+        self._last_long: tuple[tuple[int, int, int] | None, int] = (None, -1)  # see `first`
         self.pattern = "|".join(_rust_escape(m) for m in needed)
         self.regex = re.compile(b"|".join(re.escape(m) for m in needed))  # for one line at a time
 
@@ -78,6 +85,24 @@ class MarkerFinder:
                 pos = -1 if end < 0 else buf.find(marker, end + 1, hi)
         return sorted(found)
 
+    def first(self, buf: Buffer, start: int, end: int) -> int:
+        """Where the first marker in buf[start:end] begins, or -1. Python's regex crawls through a line of many
+        megabytes (16 MB/s with these alternations); bytes.find runs at memory speed, so a long region is
+        searched marker by marker, each search ending where the earliest hit so far does."""
+        if end - start <= LINE_TEXT_BYTES:
+            found = self.regex.search(buf, start, end)
+            return -1 if found is None else found.start()
+        key = (id(buf), start, end)
+        if self._last_long[0] == key:  # the readers ask for the same long line in turn
+            return self._last_long[1]
+        first = -1
+        for marker in self.needed:
+            at = buf.find(marker, start, end if first < 0 else first + len(marker) - 1)
+            if at >= 0 and (first < 0 or at < first):
+                first = at
+        self._last_long = (key, first)
+        return first
+
     def _lines_polars(self, buf: Buffer, lo: int, hi: int) -> list[int]:
         """`lines` with polars, whatever the region's size."""
         from .textsearch import Search
@@ -93,7 +118,7 @@ class MarkerFinder:
             end = buf.find(b"\n", start)
             end = len(buf) if end < 0 else end
             for found, reader in zip(out, readers, strict=True):
-                if reader.regex.search(buf, start, end):  # in place: no copy of the line
+                if reader.first(buf, start, end) >= 0:  # in place: no copy of the line
                     found.append(start)
         return out
 
@@ -119,10 +144,29 @@ class Window:
         return tuple(_numbered(self.buf, finder.lines(self.buf, self.lo, self.hi), self.lo, self.line)[0])
 
     def marked_lines(self, finder: MarkerFinder) -> Iterator[tuple[int, str]]:
-        """`marked` as (line number, the line's text): only these lines are decoded."""
+        """`marked` as (line number, the line's text, bounded by `line_text`): only these lines are decoded."""
         for hit, line in self.marked(finder):
             end = self.buf.find(b"\n", hit, len(self.buf))
-            yield line, self.buf[hit : len(self.buf) if end < 0 else end].decode("utf-8", errors="replace")
+            yield line, line_text(self.buf, hit, len(self.buf) if end < 0 else end, finder)
+
+
+def line_text(buf: Buffer, start: int, end: int, finder: MarkerFinder) -> str:
+    """The decoded line at buf[start:end]; a line over LINE_TEXT_BYTES as its head, an elision mark that says
+    how much was left out, and the text around the first of `finder`'s markers (if any) after the head."""
+    if end - start <= LINE_TEXT_BYTES:
+        return buf[start:end].decode("utf-8", errors="replace")
+    head_end = start + _LINE_HEAD_BYTES
+    found = finder.first(buf, head_end, end)  # in place: no copy of the line
+    half = (LINE_TEXT_BYTES - _LINE_HEAD_BYTES) // 2
+    if found < 0:
+        lo, hi = head_end, head_end
+    else:
+        lo = max(head_end, found - half)
+        hi = min(end, lo + 2 * half)
+    head = buf[start:head_end].decode("utf-8", errors="replace")
+    tail = buf[lo:hi].decode("utf-8", errors="replace")
+    left_out = (end - start) - (head_end - start) - (hi - lo)
+    return f"{head} [... {left_out:,} bytes of a {end - start:,}-byte line left out ...] {tail}"
 
 
 def _numbered(buf: Buffer, starts: Sequence[int], lo: int, line: int) -> tuple[list[Mark], int, int]:
