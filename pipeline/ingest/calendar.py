@@ -15,6 +15,7 @@ from ..config import IngestOptions
 from ..load import tables as load
 from ..load.sql import sql_text
 from ..parse.calendar import JobRule, JobWindow, expand, read_calendar
+from .plausible import split_plausible
 
 # Arrow is imported by the functions that build tables: `oomlab ingest` of request logs alone never
 # needs it, and refresh_rule_occurrences runs after every ingest.
@@ -32,6 +33,8 @@ def ingest_calendar(
             rules.append(item)
         else:
             rejects.append(item)
+    windows, dated_wrong = split_plausible(windows, lambda w: w.start, lambda w: w.line, lambda w: repr(w))
+    rejects += dated_wrong
     _insert(con, "job_occurrences", _windows_table(source_id, windows, "calendar"))
     import pyarrow as pa
 

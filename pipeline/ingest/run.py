@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from concurrent.futures import Future
 from pathlib import Path
@@ -18,6 +19,7 @@ from .ahead import Ahead
 from .calendar import refresh_rule_occurrences
 from .nothing_found import nothing_found_note
 from .paths import InputFile, total_bytes
+from .plausible import implausible_time
 from .progress import Progress, ReadPosition, polling
 from .requests import FastPathRefused, ingest_structured
 
@@ -31,6 +33,9 @@ def ingest_files(
 ) -> IngestReport:
     """Ingest files (`paths.expand_paths`) into the open database; one failure never stops the others.
     `ahead` holds facts of a file started before (`ahead.start_first`)."""
+    wrong_at = implausible_time(options.at, "--at")
+    if wrong_at is not None:  # stamped on every printout without a time of its own: refuse it once, up front
+        raise OomlabError(wrong_at)
     report = IngestReport()
     if progress is not None and not progress.begin(total_bytes(files)):
         progress = None  # too little to follow: no polling thread either
@@ -67,7 +72,7 @@ def ingest_file(
         if load.known_file(con, abspath, size):  # likely a re-run: hash first, skip without work
             sha = facts.result().sha256 if facts is not None else sha256_of(path)
             duplicate = load.source_with_sha(con, sha)
-            if duplicate:
+            if duplicate and not _relabelled(con, duplicate, abspath, options, path):
                 return SourceResult(path, SKIPPED, message=f"already ingested as {duplicate}")
         return _ingest_new(con, path, abspath, size, options, facts, position)
     except EmptyInputError as exc:
@@ -78,6 +83,16 @@ def ingest_file(
         return SourceResult(path, FAILED, message=f"{path}: {exc.strerror or exc or type(exc).__name__}")
     except duckdb.Error as exc:  # input DuckDB could not digest: report it, keep going with the rest
         return SourceResult(path, FAILED, message=f"{path}: {str(exc).splitlines()[0]}")
+
+
+def _relabelled(
+    con: duckdb.DuckDBPyConnection, duplicate: str, abspath: str, options: IngestOptions, path: str
+) -> bool:
+    """Whether an unchanged file is ingested again under other labels (--instance, --model-version, --tag):
+    then its rows are loaded anew with the new ones rather than skipped with the old."""
+    if duplicate != abspath:
+        return False
+    return load.labels_of(con, abspath) != json.loads(json.dumps(options.labels_for(path), sort_keys=True))
 
 
 def _ingest_new(
@@ -120,7 +135,7 @@ def _ingest_in_transaction(
         duplicate = load.source_with_sha(con, sha)
         if duplicate:
             con.execute("ROLLBACK")
-            return SourceResult(path, SKIPPED, kind, message=f"already ingested as {duplicate}")
+            return SourceResult(path, SKIPPED, kind, message=_duplicate_message(con, abspath, duplicate))
         note = nothing_found_note(Path(path), kind) if rows == 0 and rejects == 0 else None
         load.insert_source(
             con, load.SourceRow(source_id, abspath, sha, kind, rows, rejects, size, options.labels_for(path), note)
@@ -132,6 +147,22 @@ def _ingest_in_transaction(
     samples = _reject_samples(con, path, source_id) if rejects else []
     status = INGESTED if note is None else NOTHING_FOUND
     return SourceResult(path, status, kind, rows, rejects, message=note or "", reject_samples=samples)
+
+
+def _duplicate_message(con: duckdb.DuckDBPyConnection, abspath: str, duplicate: str) -> str:
+    """A file whose content another source already holds is not loaded twice; if it had been ingested with
+    other content before, those rows are stale now and are removed (in a transaction of their own)."""
+    earlier = load.source_ids_for_path(con, abspath)
+    if not earlier:
+        return f"already ingested as {duplicate}"
+    con.execute("BEGIN TRANSACTION")
+    try:
+        load.remove_sources(con, earlier)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return f"its content changed to that of {duplicate}, already ingested: the rows of its earlier content were removed"
 
 
 def _load_content(

@@ -32,6 +32,7 @@ from ..parse.telemetry.scrape import ENGINE_SAMPLES, Scrape
 from ..parse.telemetry.values import GPU_COLUMNS, GPU_SAMPLES, PROCESS_COLUMNS, PROCESS_SAMPLES, TelemetryRow
 from ..parse.text.logline import LineClock
 from ..records import Reject
+from .plausible import implausible_time
 
 # Arrow types of every telemetry column (the tables' DuckDB types, in sql/tables/).
 _TYPES: dict[str, str] = {
@@ -136,16 +137,17 @@ def _split(items: list[TelemetryRow | Reject]) -> tuple[list[TelemetryRow], list
 
 
 def _within_columns(rows: list[TelemetryRow]) -> tuple[list[TelemetryRow], list[Reject]]:
-    """The rows whose whole numbers fit their columns (INTEGER indexes, BIGINT the rest), and a reject for
-    each other: a mangled line's `GPU 99999999999` is no device index, and would fail the whole file's insert."""
+    """The rows whose whole numbers fit their columns (INTEGER indexes, BIGINT the rest) and whose time is one a
+    GPU log can carry, and a reject for each other: a mangled line's `GPU 99999999999` is no device index, and
+    would fail the whole file's insert."""
     kept: list[TelemetryRow] = []
     rejects: list[Reject] = []
     for item in rows:
         big = next((column for column, value in item.row.items() if _outsized(column, value)), None)
-        if big is None:
+        reason = implausible_time(item.row.get("ts")) if big is None else f"{big} {item.row[big]} is out of range"  # type: ignore[arg-type]
+        if reason is None:
             kept.append(item)
         else:
-            reason = f"{big} {item.row[big]} is out of range"
             rejects.append(Reject(item.row.get("line"), reason, json.dumps(item.row, default=str)))  # type: ignore[arg-type]
     return kept, rejects
 

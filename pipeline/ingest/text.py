@@ -16,6 +16,7 @@ from ..parse.telemetry.startup import FINDER as STARTUP_FINDER
 from ..parse.text.textlog import scan_text_log
 from ..records import Reject, TextOom
 from .allocator import insert_moments
+from .plausible import split_plausible
 from .telemetry import insert_engine_memory, startup_scanner
 
 if TYPE_CHECKING:
@@ -46,10 +47,14 @@ def ingest_text_log(
 
     for item in scan_text_log(path, default_tz=options.tz, on_window=on_window, also=[STARTUP_FINDER, SUMMARY_FINDER]):
         (rejects if isinstance(item, Reject) else found).append(item)
+    found, dated_wrong = split_plausible(found, lambda f: f.ts, lambda f: f.line, lambda f: f.oom.message)
+    reports, reports_wrong = split_plausible(startup.reports(), lambda r: r.ts, lambda r: r.line, str)
+    moments, moments_wrong = split_plausible(summaries.moments(), lambda m: m.ts, lambda m: m.line, lambda m: "")
     events = _event_columns(found, source_id, instance, options.model_version)
     rows = load.insert_oom_events(con, events, len(found))
-    rows += insert_engine_memory(con, startup.reports(), source_id, instance)
-    rows += insert_moments(con, summaries.moments(), source_id, instance, options.at)
+    rows += insert_engine_memory(con, reports, source_id, instance)
+    rows += insert_moments(con, moments, source_id, instance, options.at)
+    rejects = sorted(rejects + dated_wrong + reports_wrong + moments_wrong, key=lambda r: r.line or 0)
     return rows, load.insert_rejects(con, source_id, rejects)
 
 

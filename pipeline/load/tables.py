@@ -136,6 +136,12 @@ def source_with_sha(con: duckdb.DuckDBPyConnection, sha256: str) -> str | None:
     return scalar(con, "SELECT path FROM sources WHERE sha256 = $sha256 LIMIT 1", {"sha256": sha256})  # type: ignore[return-value]
 
 
+def labels_of(con: duckdb.DuckDBPyConnection, path: str) -> dict[str, object] | None:
+    """The labels the source at `path` was ingested with (None when there is none)."""
+    text = scalar(con, "SELECT CAST(labels AS VARCHAR) FROM sources WHERE path = $path LIMIT 1", {"path": path})
+    return None if text is None else json.loads(str(text))
+
+
 def known_file(con: duckdb.DuckDBPyConnection, path: str, size: int) -> bool:
     """True when a source at this path with this size exists (worth hashing before any work)."""
     query = "SELECT 1 FROM sources WHERE path = $path AND size_bytes = $size LIMIT 1"

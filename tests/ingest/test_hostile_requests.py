@@ -225,6 +225,31 @@ def test_a_key_given_twice_is_a_reject_naming_it(tmp_path, db, run_cli, sql) -> 
     assert _counts(sql, "hostile.jsonl") == (ROWS - 1, 1)
 
 
+def test_a_file_changed_to_equal_another_loses_its_old_rows(tmp_path, db, run_cli, sql) -> None:
+    first = _write_jsonl(tmp_path / "a.jsonl", _lines()[:10])
+    second = _write_jsonl(tmp_path / "b.jsonl", _lines()[10:30])
+    assert run_cli("ingest", first, second, "--db", db).exit_code == 0
+    assert sql("SELECT count(*) FROM requests") == [(30,)]
+    first.write_bytes(second.read_bytes())  # a.jsonl now holds what b.jsonl does
+    result = run_cli("ingest", first, "--db", db)
+    assert result.exit_code == 0
+    assert f"its content changed to that of {second.resolve()}, already ingested" in result.output
+    assert sql("SELECT count(*) FROM requests") == [(20,)]  # b's rows once; a's old ten are gone
+    assert sql("SELECT regexp_extract(path, '[^/]+$') FROM sources") == [("b.jsonl",)]
+
+
+def test_an_unchanged_file_ingested_under_another_instance_is_relabelled(tmp_path, db, run_cli, sql) -> None:
+    path = _write_jsonl(
+        tmp_path / "log.jsonl", [json.dumps({k: v for k, v in r.items() if k != "instance"}) for r in _records()]
+    )
+    assert run_cli("ingest", path, "--db", db, "--instance", "old-name").exit_code == 0
+    again = run_cli("ingest", path, "--db", db, "--instance", "old-name")
+    assert "already ingested" in again.output
+    assert run_cli("ingest", path, "--db", db, "--instance", "new-name").exit_code == 0
+    assert sql("SELECT instance, count(*) FROM requests GROUP BY 1") == [("new-name", ROWS)]
+    assert sql("SELECT count(*), any_value(labels->>'instance') FROM sources") == [(1, "new-name")]
+
+
 # --- CSV ----------------------------------------------------------------------------------------------------
 
 _CSV_KEYS = ["ts", "request_id", "batch_size", "input_sequence_length", "allocated_before", "status"]
