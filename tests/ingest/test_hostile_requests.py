@@ -353,3 +353,21 @@ def test_property_one_odd_value_costs_at_most_its_own_row(tmp_path_factory, line
     assert result.status == "ingested", result.message
     assert result.rows + result.rejects == ROWS
     assert result.rejects <= 1
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    row=st.integers(min_value=0, max_value=ROWS - 1),
+    column=st.sampled_from(_CSV_KEYS),
+    value=st.text(max_size=40) | st.sampled_from(["3.5 GiB", "1e30", str(2**64), "true", "1764467390.81", '"', "\r"]),
+)
+def test_property_one_odd_csv_cell_costs_at_most_its_own_row(tmp_path_factory, row, column, value) -> None:
+    folder = tmp_path_factory.mktemp("odd_csv")
+    rows = _csv_rows()
+    rows[row][_CSV_KEYS.index(column)] = value
+    path = _write_csv(folder / "odd.csv", rows)
+    report = api.ingest(folder / "odd.duckdb", [str(path)], IngestOptions())
+    (result,) = report.results
+    assert result.status == "ingested", result.message
+    assert result.rows + result.rejects == ROWS
+    assert result.rejects <= 1
