@@ -7,6 +7,7 @@ from pathlib import Path
 import duckdb
 
 from ..config import IngestOptions
+from ..errors import InputError
 from ..load import tables as load
 from ..load.snapshot import SnapshotLabels, insert_snapshot
 from ..load.sql import run_file
@@ -16,10 +17,18 @@ from ..parse.snapshot.read import read_snapshot
 def ingest_snapshot(
     con: duckdb.DuckDBPyConnection, path: Path, source_id: int, options: IngestOptions
 ) -> tuple[int, int]:
-    """Load one snapshot file; returns (rows, rejects) where rows counts blocks plus trace events."""
-    data = read_snapshot(path)
-    snapshot_id = int(load.scalar(con, "SELECT nextval('snapshot_ids')"))  # type: ignore[arg-type]
-    labels = SnapshotLabels(options.instance_for(path), options.model_version, options.tags)
-    insert_snapshot(con, data, snapshot_id, source_id, labels)
+    """Load one snapshot file; returns (rows, rejects) where rows counts blocks plus trace events. A snapshot
+    too deep or too large to take in is this file's one-line error, never the end of the whole ingest."""
+    try:
+        data = read_snapshot(path)
+        snapshot_id = int(load.scalar(con, "SELECT nextval('snapshot_ids')"))  # type: ignore[arg-type]
+        labels = SnapshotLabels(options.instance_for(path), options.model_version, options.tags)
+        insert_snapshot(con, data, snapshot_id, source_id, labels)
+    except RecursionError as exc:
+        raise InputError(str(path), "not a PyTorch memory snapshot: it nests deeper than can be walked") from exc
+    except MemoryError as exc:
+        raise InputError(
+            str(path), "not a PyTorch memory snapshot: it needs more memory than this machine has"
+        ) from exc
     run_file(con, "insert_snapshot_ooms", {"source_id": source_id, "snapshot_id": snapshot_id})
     return data.blocks.num_rows + data.trace_events.num_rows, 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import InputError
+from .limits import bounded_text
 
 Block = dict[str, Any]
 Segment = dict[str, Any]
@@ -66,7 +67,10 @@ def _looks_like_segment(value: object) -> bool:
 def _describe(obj: object) -> str:
     """What the object is, for the wrong-shape message."""
     if isinstance(obj, dict):
-        keys = ", ".join(sorted(map(str, obj))[:5]) or "no keys"
+        # Only text keys are named, each cut short: str() of a key that is a shared tuple never ends.
+        text = sorted(bounded_text(k, 40) for k in obj if type(k) is str)[:5]
+        others = sum(1 for k in obj if type(k) is not str)
+        keys = ", ".join(text + ([f"{others} keys that are not text"] if others else [])) or "no keys"
         return f"a dict without a 'segments' list (keys: {keys})"
     if isinstance(obj, list):
         return "an empty list" if not obj else "a list that is not a list of segments"

@@ -16,10 +16,11 @@ import pyarrow.compute as pc
 from ...errors import InputError
 from ..compression import open_binary
 from .legacy import snapshot_root
-from .safe_pickle import gc_paused, load_plain_pickle, read_start
+from .limits import MAX_LABEL, Budget, JsonBudget, bounded_text, int64_value, kind_of, plain_json
+from .safe_pickle import failure_detail, gc_paused, load_plain_pickle_sized, read_start
 from .segments import segment_tables
 from .sniff import sniff_snapshot
-from .stacks import StackInterner, frames_table, stacks_table
+from .stacks import StackInterner, stack_tables
 
 
 @dataclass(frozen=True)
@@ -66,90 +67,118 @@ class SnapshotData:
 
 
 def read_snapshot(path: str | Path) -> SnapshotData:
-    """The snapshot at `path` as tables; the raw object is dropped as soon as its columns are built."""
+    """The snapshot at `path` as tables; the raw object is dropped as soon as its columns are built. Every
+    bound on the work (limits.Budget) is taken from the file's decompressed size."""
     name = str(path)
     if sniff_snapshot(read_start(path, 4096)) == "json":
-        return snapshot_from_object(_load_json(path), name, "json")
-    return snapshot_from_object(load_plain_pickle(path), name, "pickle")
+        obj, size = _load_json(path)
+        return snapshot_from_object(obj, name, "json", input_bytes=size)
+    obj, size = load_plain_pickle_sized(path)
+    return snapshot_from_object(obj, name, "pickle", input_bytes=size)
 
 
-def snapshot_from_object(obj: object, name: str, fmt: str = "pickle") -> SnapshotData:
-    """Columnarise a loaded snapshot. Consumes `obj`: its trace lists are emptied while being read."""
+def snapshot_from_object(
+    obj: object, name: str, fmt: str = "pickle", *, input_bytes: int | None = None
+) -> SnapshotData:
+    """Columnarise a loaded snapshot. Consumes `obj`: its trace lists are emptied while being read, frame
+    text longer than limits.MAX_TEXT is cut in place. `input_bytes`: the decompressed size of the file it
+    came from, which bounds the work (an object built in memory gets the bounds of a 256 MiB file)."""
     with gc_paused():
-        root, shapes = snapshot_root(obj, name)
-        del obj
         try:
-            return _columnarise(root, name, fmt, shapes)
+            root, shapes = snapshot_root(obj, name)
+            del obj
+            return _columnarise(root, name, fmt, shapes, Budget.for_input(input_bytes))
         except InputError:
             raise
-        except (TypeError, ValueError, KeyError, OverflowError, AttributeError, pa.ArrowException) as exc:
-            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise InputError(name, f"not a PyTorch memory snapshot: malformed content ({detail})") from exc
+        except RecursionError as exc:
+            raise InputError(name, "not a PyTorch memory snapshot: it nests deeper than can be walked") from exc
+        except MemoryError as exc:
+            raise InputError(
+                name, "not a PyTorch memory snapshot: its tables need more memory than this machine has"
+            ) from exc
+        except (TypeError, ValueError, KeyError, IndexError, OverflowError, AttributeError, pa.ArrowException) as exc:
+            raise InputError(name, f"not a PyTorch memory snapshot: malformed content ({failure_detail(exc)})") from exc
 
 
-def _load_json(path: str | Path) -> object:
-    """The JSON form of a snapshot (frames are not shared there; interning merges them by content)."""
+def _load_json(path: str | Path) -> tuple[object, int]:
+    """The JSON form of a snapshot (frames are not shared there; interning merges them by content), and the
+    size of its text."""
     try:
         with open_binary(path) as stream, gc_paused():
-            return json.load(stream)
-    except (ValueError, EOFError, OSError) as exc:
-        raise InputError(str(path), f"not a readable JSON snapshot: {exc}") from exc
+            text = stream.read()
+            return json.loads(text), len(text)
+    except RecursionError as exc:
+        raise InputError(str(path), "not a readable JSON snapshot: it nests deeper than can be walked") from exc
+    except (ValueError, EOFError, OSError, MemoryError) as exc:
+        raise InputError(str(path), f"not a readable JSON snapshot: {failure_detail(exc)}") from exc
 
 
-def _columnarise(root: dict[str, Any], name: str, fmt: str, shapes: list[str]) -> SnapshotData:
-    interner = StackInterner.empty()
-    segments, blocks = segment_tables(root["segments"], interner)
-    trace_events, ooms = _all_traces(root, interner)
+def _columnarise(root: dict[str, Any], name: str, fmt: str, shapes: list[str], budget: Budget) -> SnapshotData:
+    interner = StackInterner.empty(name, budget)
+    segments, blocks = segment_tables(_list(root["segments"], "segments", name), interner, name)
+    trace_events, ooms = _all_traces(root, interner, name)
     remap = interner.merge_equal_stacks()
     if remap is not None:
         segments, blocks, trace_events, ooms = (_remap_stacks(t, remap) for t in (segments, blocks, trace_events, ooms))
     stacks = interner.stacks
-    meta = _meta(root, name, fmt, shapes, (segments, blocks, trace_events), ooms.num_rows, len(stacks))
-    return SnapshotData(meta, segments, blocks, trace_events, stacks_table(stacks), frames_table(stacks), ooms)
+    meta = _meta(root, name, fmt, shapes, (segments, blocks, trace_events), (ooms.num_rows, len(stacks)), budget)
+    stacks_table, frames_table = stack_tables(stacks, name, budget)
+    return SnapshotData(meta, segments, blocks, trace_events, stacks_table, frames_table, ooms)
 
 
-def _all_traces(root: dict[str, Any], interner: StackInterner) -> tuple[pa.Table, pa.Table]:
+def _list(value: object, key: str, name: str) -> list[Any]:
+    if type(value) is not list:
+        raise InputError(name, f"not a PyTorch memory snapshot: '{key}' is {kind_of(value)}, not a list")
+    return value
+
+
+def _all_traces(root: dict[str, Any], interner: StackInterner, name: str) -> tuple[pa.Table, pa.Table]:
     """Trace events of every device, seq numbered across devices; each device's list is freed once read."""
-    traces = root.get("device_traces") or []
+    traces = _list(root.get("device_traces") or [], "device_traces", name)
     events, ooms, first_seq = [], [], 0
     for device in range(len(traces)):
-        entries = traces[device] or []
+        entries = _list(traces[device] or [], "device_traces", name)
         traces[device] = None  # why: the entries are freed when `entries` goes, not at the end of the read
-        device_events, device_ooms = _trace_tables(entries, device, first_seq, interner)
+        device_events, device_ooms = _trace_tables(entries, device, first_seq, interner, name)
         del entries
         events.append(device_events)
         ooms.append(device_ooms)
         first_seq += device_events.num_rows
     if not events:
-        return _trace_tables([], 0, 0, interner)
+        return _trace_tables([], 0, 0, interner, name)
     return pa.concat_tables(events), pa.concat_tables(ooms)
 
 
 def _trace_tables(
-    entries: list[dict[str, Any]], device: int, first_seq: int, interner: StackInterner
+    entries: list[dict[str, Any]], device: int, first_seq: int, interner: StackInterner, name: str
 ) -> tuple[pa.Table, pa.Table]:
     """The trace events of one device, one tight pass per column, and its `oom` entries."""
     count = len(entries)
-    action = _action_column(entries)
+    action = _action_column(entries, name)
     columns = {
         "device": pa.array(np.full(count, device, np.int32)),
         "seq": pa.array(np.arange(first_seq, first_seq + count, dtype=np.int64)),
         "action": action,
-        "addr": _int_column(entries, "addr"),
-        "size": _int_column(entries, "size"),
-        "stream": _int_column(entries, "stream"),
-        "time_us": _int_column(entries, "time_us"),
+        "addr": _int_column(entries, "addr", name),
+        "size": _int_column(entries, "size", name),
+        "stream": _int_column(entries, "stream", name),
+        "time_us": _int_column(entries, "time_us", name),
         "stack_id": pa.array(interner.intern_all(map(dict.get, entries, repeat("frames"))), pa.int32()),
     }
     events = pa.table(columns)
-    return events, _oom_table(entries, events)
+    return events, _oom_table(entries, events, name)
 
 
-def _action_column(entries: list[dict[str, Any]]) -> pa.DictionaryArray:
-    """Actions as a dictionary array: a handful of distinct strings over millions of rows."""
+def _action_column(entries: list[dict[str, Any]], name: str) -> pa.DictionaryArray:
+    """Actions as a dictionary array: a handful of distinct strings over millions of rows. Each must be text:
+    anything else is refused before it is hashed (hashing a shared tuple is exponential in its depth)."""
+    actions = list(map(dict.get, entries, repeat("action")))
+    if actions and set(map(type, actions)) != {str}:
+        bad = next(a for a in actions if type(a) is not str)
+        raise InputError(name, f"not a PyTorch memory snapshot: a trace entry's 'action' is {kind_of(bad)}, not text")
     codes: dict[object, int] = _Codes()
-    indices = pa.array(map(codes.__getitem__, map(dict.get, entries, repeat("action"))), pa.int32(), size=len(entries))
-    names = pa.array([str(name) for name in codes], pa.string())
+    indices = pa.array(map(codes.__getitem__, actions), pa.int32(), size=len(entries))
+    names = pa.array([bounded_text(action, MAX_LABEL) for action in codes], pa.string())  # type: ignore[arg-type]
     return pa.DictionaryArray.from_arrays(indices, names)
 
 
@@ -161,19 +190,23 @@ class _Codes(dict):  # type: ignore[type-arg]
         return code
 
 
-def _int_column(entries: list[dict[str, Any]], key: str) -> pa.Array:
-    """An int64 column; the fast path needs the key in every entry, the slow one allows gaps (nulls)."""
+def _int_column(entries: list[dict[str, Any]], key: str, name: str) -> pa.Array:
+    """An int64 column; the fast path needs the key in every entry, the slow one allows gaps (nulls) and names
+    the first value that is not an integer (never printing it: pyarrow's message would repr it)."""
     try:
         return pa.array(np.fromiter(map(itemgetter(key), entries), np.int64, count=len(entries)))
-    except (KeyError, TypeError):
-        return pa.array(map(dict.get, entries, repeat(key)), pa.int64(), size=len(entries))
+    except (KeyError, TypeError, ValueError, OverflowError):
+        where = "a trace entry's"
+        values = [int64_value(v, key, where, name) for v in map(dict.get, entries, repeat(key))]
+        return pa.array(values, pa.int64(), size=len(entries))
 
 
-def _oom_table(entries: list[dict[str, Any]], events: pa.Table) -> pa.Table:
+def _oom_table(entries: list[dict[str, Any]], events: pa.Table, name: str) -> pa.Table:
     """One row per `oom` entry: the request, and what cudaMemGetInfo said was free on the device."""
     rows = rows_with_action(events["action"], "oom")
     ooms = events.take(pa.array(rows, pa.int64())).select(["device", "seq", "time_us", "size", "stream", "stack_id"])
-    free = pa.array([entries[i].get("device_free") for i in rows], pa.int64())
+    where = "an oom entry's"
+    free = pa.array([int64_value(entries[i].get("device_free"), "device_free", where, name) for i in rows], pa.int64())
     return ooms.rename_columns(["device", "seq", "time_us", "requested_bytes", "stream", "stack_id"]).append_column(
         "device_free_bytes", free
     )
@@ -206,13 +239,18 @@ def _meta(
     fmt: str,
     shapes: list[str],
     tables: tuple[pa.Table, pa.Table, pa.Table],
-    oom_count: int,
-    stack_count: int,
+    counts: tuple[int, int],
+    budget: Budget,
 ) -> SnapshotMeta:
-    """Totals and labels of the snapshot, from its tables and the few top-level keys."""
+    """Totals and labels of the snapshot, from its tables and the few top-level keys. The settings and
+    annotations are copied as plain JSON within the budget (they are serialised later, and a shared list
+    nested 60 deep would serialise to 2^60 items)."""
     segments, blocks, events = tables
+    oom_count, stack_count = counts
+    json_budget = JsonBudget(budget)
     settings = root.get("allocator_settings")
-    settings = settings if isinstance(settings, dict) else None
+    settings = plain_json(settings, "allocator_settings", name, json_budget) if isinstance(settings, dict) else None
+    annotations = plain_json(root.get("external_annotations") or [], "external_annotations", name, json_budget)
     times = pc.min_max(events["time_us"]).as_py() if events.num_rows else {"min": None, "max": None}
     expandable = bool(pc.any(segments["is_expandable"]).as_py()) or bool((settings or {}).get("expandable_segments"))
     state = blocks["state"]
@@ -222,7 +260,7 @@ def _meta(
         legacy_shapes=tuple(shapes),
         devices=tuple(sorted(set(segments["device"].to_pylist()) | set(pc.unique(events["device"]).to_pylist()))),
         allocator_settings=settings,
-        external_annotations=tuple(root.get("external_annotations") or ()),
+        external_annotations=tuple(annotations) if isinstance(annotations, list) else (annotations,),
         expandable_segments=expandable,
         first_time_us=times["min"],
         last_time_us=times["max"],

@@ -13,10 +13,13 @@ from typing import BinaryIO
 
 from ...errors import InputError, UnsafePickleError
 from ..compression import DECOMPRESSION_ERRORS, READ_ERRORS, compression_of, open_binary, read_head
+from .bounded_read import CheckedStream, DecompressedRemaining, MemoryGuard, file_remaining
+from .limits import bounded_text
 
 _HINT = "a memory snapshot holds only dicts, lists, strings and numbers; do not load this file with pickle"
 _HINT_CORRUPT = "the file is truncated or not a pickle; copy it again from where it was dumped"
 _ZIP_MAGIC = b"PK\x03\x04"
+_DETAIL_CHARS = 200
 
 
 class _PlainDataUnpickler(pickle.Unpickler):
@@ -28,7 +31,7 @@ class _PlainDataUnpickler(pickle.Unpickler):
 
     def find_class(self, module: str, name: str) -> object:
         """Refuse every global; EXT opcodes and STACK_GLOBAL also end up here."""
-        module, name = python3_name(module, name)
+        module, name = (bounded_text(part, _DETAIL_CHARS) for part in python3_name(module, name))
         raise UnsafePickleError(
             self._path, f"refusing to load: the pickle names the global {module}.{name}", hint=_HINT
         )
@@ -63,12 +66,19 @@ def gc_paused() -> Iterator[None]:
 
 def load_plain_pickle(path: str | Path) -> object:
     """The object in the (plain, gzip, xz or zstd) pickle at `path`, refusing anything but plain data."""
+    return load_plain_pickle_sized(path)[0]
+
+
+def load_plain_pickle_sized(path: str | Path) -> tuple[object, int]:
+    """`load_plain_pickle`, and how many decompressed bytes the pickle took (what bounds later work)."""
     name = str(path)
-    _check_not_empty(path)
+    size = _check_not_empty(path)
     try:
-        with open_binary(path) as stream, gc_paused():
+        with open_binary(path) as stream, gc_paused(), MemoryGuard() as guard:
             _refuse_known_non_pickles(stream, name)
-            return _PlainDataUnpickler(stream, name).load()
+            remaining = file_remaining(size) if compression_of(path) is None else DecompressedRemaining(path)
+            with CheckedStream(stream, name, remaining, guard) as checked:
+                return _PlainDataUnpickler(checked, name).load(), checked.position
     except InputError:
         raise
     except Exception as exc:
@@ -91,22 +101,27 @@ def loads_plain_pickle(data: bytes, name: str = "<bytes>") -> object:
     if not data:
         raise InputError(name, "empty input: no pickle data")
     try:
-        with gc_paused():
-            return _PlainDataUnpickler(io.BytesIO(data), name).load()
+        with (
+            gc_paused(),
+            MemoryGuard() as guard,
+            CheckedStream(io.BytesIO(data), name, file_remaining(len(data)), guard) as checked,
+        ):
+            return _PlainDataUnpickler(checked, name).load()
     except InputError:
         raise
     except Exception as exc:
         raise InputError(name, _describe_failure(exc, None), hint=_HINT_CORRUPT) from exc
 
 
-def _check_not_empty(path: str | Path) -> None:
-    """An empty file gets its own message rather than pickle's 'Ran out of input'."""
+def _check_not_empty(path: str | Path) -> int:
+    """An empty file gets its own message rather than pickle's 'Ran out of input'; the file's size."""
     try:
         size = Path(path).stat().st_size
     except OSError as exc:
         raise InputError(str(path), f"cannot read the file: {exc.strerror or exc}") from exc
     if size == 0:
         raise InputError(str(path), "empty file: no pickle data")
+    return size
 
 
 def _refuse_known_non_pickles(stream: BinaryIO, name: str) -> None:
@@ -121,15 +136,23 @@ def _refuse_known_non_pickles(stream: BinaryIO, name: str) -> None:
         )
 
 
+def failure_detail(exc: BaseException) -> str:
+    """The first line of an exception's message, cut short (a message may quote the input)."""
+    detail = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    return detail if len(detail) <= _DETAIL_CHARS else detail[:_DETAIL_CHARS] + "..."
+
+
 def _describe_failure(exc: Exception, compression: str | None) -> str:
     """One line that says what went wrong while reading, without a traceback."""
-    detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    detail = failure_detail(exc)
+    if isinstance(exc, RecursionError):
+        return "corrupt pickle: it nests deeper than can be walked"
     if isinstance(exc, EOFError) and "Compressed file ended" not in detail:
         return f"truncated pickle: the data ends before the pickle does ({detail})"
     if isinstance(exc, pickle.UnpicklingError) and "truncated" in detail:
         return f"truncated pickle: {detail}"
     if isinstance(exc, MemoryError):
-        return "corrupt pickle: it claims more memory than this machine has"
+        return "corrupt pickle: it claims more memory than a pickle of its size can hold"
     if compression and isinstance(exc, (EOFError, *DECOMPRESSION_ERRORS)):
         return f"truncated or corrupt {compression} data: {detail}"
     return f"not a readable pickle: {type(exc).__name__}: {detail}"

@@ -6,25 +6,42 @@ from typing import Any
 
 import pyarrow as pa
 
+from ...errors import InputError
 from .legacy import block_addresses_from_offsets, block_frames_and_request, block_state, pool_id_pair
+from .limits import kind_of, text_value
 from .stacks import StackInterner
 
 Segment = dict[str, Any]
 Block = dict[str, Any]
 
 
-def segment_tables(segments: list[Segment], interner: StackInterner) -> tuple[pa.Table, pa.Table]:
-    """The `segments` and `blocks` tables of one snapshot."""
-    block_rows = [row for i, seg in enumerate(segments) for row in _block_rows(i, seg)]
+def segment_tables(
+    segments: list[Segment], interner: StackInterner, name: str = "<snapshot>"
+) -> tuple[pa.Table, pa.Table]:
+    """The `segments` and `blocks` tables of one snapshot. The text columns (state, segment type) must be text
+    in the snapshot, and are cut to limits.MAX_LABEL: every block row repeats its state."""
+    for segment in segments:
+        _check_dict(segment, "a segment", name)
+    block_rows = [row for i, seg in enumerate(segments) for row in _block_rows(i, seg, name)]
     blocks = _blocks_table(block_rows, interner)
-    return _segments_table(segments, block_rows, interner), blocks
+    return _segments_table(segments, block_rows, interner, name), blocks
 
 
-def _block_rows(segment_id: int, segment: Segment) -> list[tuple[Any, ...]]:
+def _check_dict(value: object, what: str, name: str) -> None:
+    if type(value) is not dict:
+        raise InputError(name, f"not a PyTorch memory snapshot: {what} is {kind_of(value)}, not a dict")
+
+
+def _block_rows(segment_id: int, segment: Segment, name: str) -> list[tuple[Any, ...]]:
     """(segment_id, address, offset, size, requested, state, frames) per block, legacy shapes included."""
     base = int(segment.get("address", 0))
     rows = []
-    for block, address in zip(segment.get("blocks") or [], block_addresses_from_offsets(segment), strict=True):
+    blocks = segment.get("blocks") or []
+    if type(blocks) is not list:
+        raise InputError(name, f"not a PyTorch memory snapshot: a segment's 'blocks' is {kind_of(blocks)}, not a list")
+    for block in blocks:
+        _check_dict(block, "a block", name)
+    for block, address in zip(blocks, block_addresses_from_offsets(segment), strict=True):
         if "frames" in block or "history" not in block:
             frames, requested = block.get("frames") or [], int(block.get("requested_size", block["size"]))
         else:
@@ -36,7 +53,7 @@ def _block_rows(segment_id: int, segment: Segment) -> list[tuple[Any, ...]]:
                 address - base,
                 int(block["size"]),
                 requested,
-                block_state(block.get("state", "inactive")),
+                block_state(text_value(block.get("state", "inactive"), "state", "a block's", name)),
                 frames,
             )
         )
@@ -59,10 +76,12 @@ def _blocks_table(rows: list[tuple[Any, ...]], interner: StackInterner) -> pa.Ta
     )
 
 
-def _segments_table(segments: list[Segment], block_rows: list[tuple[Any, ...]], interner: StackInterner) -> pa.Table:
+def _segments_table(
+    segments: list[Segment], block_rows: list[tuple[Any, ...]], interner: StackInterner, name: str
+) -> pa.Table:
     sums = _block_sums(len(segments), block_rows)
     pools = [pool_id_pair(s.get("segment_pool_id")) for s in segments]
-    kinds = [str(s.get("segment_type", "large")) for s in segments]
+    kinds = [text_value(s.get("segment_type", "large"), "segment_type", "a segment's", name) for s in segments]
     return pa.table(
         {
             "segment_id": pa.array(range(len(segments)), pa.int32()),
