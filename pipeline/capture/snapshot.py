@@ -115,7 +115,7 @@ class OomSnapshots:
     def _write(self, data: object, part: Path) -> None:
         with open(part, "wb") as raw:
             bounded = _BoundedFile(raw, self.policy.max_bytes)
-            # mtime=0: the same state gives the same bytes (ingest skips a file it has seen by its sha256)
+            # mtime=0: the same state gives the same bytes (ingest skips a file it has seen by its content hash)
             with gzip.GzipFile(fileobj=bounded, mode="wb", compresslevel=3, mtime=0) as packed:  # type: ignore
                 pickle.dump(data, packed, protocol=4)
 

@@ -1,4 +1,4 @@
-"""The first input file's facts (sha256, line count), started before `oomlab ingest` loads DuckDB and opens
+"""The first input file's facts (content hash, line count), started before `oomlab ingest` loads DuckDB and opens
 the database.
 
 Hashing a gigabyte takes about 0.65 s of a core, and loading the ingest modules and creating a new

@@ -13,7 +13,7 @@ from ..config import IngestOptions
 from ..errors import EmptyInputError, OomlabError
 from ..load import tables as load
 from ..parse import detect
-from ..parse.facts import FileFacts, facts_in_background, sha256_of
+from ..parse.facts import HASH_ALGORITHM, FileFacts, facts_in_background, hash_of
 from ..records import FAILED, INGESTED, NOTHING_FOUND, SKIPPED, IngestReport, SourceResult
 from .ahead import Ahead
 from .calendar import refresh_rule_occurrences
@@ -69,10 +69,14 @@ def ingest_file(
     abspath = str(Path(path).resolve())
     try:
         size = os.path.getsize(path)
-        if load.known_file(con, abspath, size):  # likely a re-run: hash first, skip without work
-            sha = facts.result().sha256 if facts is not None else sha256_of(path)
-            duplicate = load.source_with_sha(con, sha)
+        algorithm = load.known_file(con, abspath, size)
+        if algorithm is not None:  # likely a re-run: hash first, skip without work
+            current = facts is not None and algorithm == HASH_ALGORITHM
+            digest = facts.result().content_hash if current else hash_of(path, algorithm)  # type: ignore[union-attr]
+            duplicate = load.source_with_hash(con, digest, algorithm)
             if duplicate and not _relabelled(con, duplicate, abspath, options, path):
+                if algorithm != HASH_ALGORITHM and duplicate == abspath:  # hashed by an earlier version
+                    load.upgrade_hash(con, abspath, hash_of(path, HASH_ALGORITHM))
                 return SourceResult(path, SKIPPED, message=f"already ingested as {duplicate}")
         return _ingest_new(con, path, abspath, size, options, facts, position)
     except EmptyInputError as exc:
@@ -131,14 +135,15 @@ def _ingest_in_transaction(
         load.remove_sources(con, load.source_ids_for_path(con, abspath))
         source_id = load.next_source_id(con)
         rows, rejects = _load_content(con, Path(path), kind, source_id, options, facts, position, robust)
-        sha = facts.result().sha256
-        duplicate = load.source_with_sha(con, sha)
+        content_hash = facts.result().content_hash
+        duplicate = load.source_with_hash(con, content_hash)
         if duplicate:
             con.execute("ROLLBACK")
             return SourceResult(path, SKIPPED, kind, message=_duplicate_message(con, abspath, duplicate))
         note = nothing_found_note(Path(path), kind) if rows == 0 and rejects == 0 else None
         load.insert_source(
-            con, load.SourceRow(source_id, abspath, sha, kind, rows, rejects, size, options.labels_for(path), note)
+            con,
+            load.SourceRow(source_id, abspath, content_hash, kind, rows, rejects, size, options.labels_for(path), note),
         )
         con.execute("COMMIT")
     except BaseException:

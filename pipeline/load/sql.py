@@ -132,6 +132,23 @@ def schema_outdated(con: duckdb.DuckDBPyConnection) -> bool:
     return bool(has_sources) and _stored_fingerprint(con) != schema_fingerprint()
 
 
+# Columns an earlier version named otherwise, renamed in place (the only rename docs/schema.md allows):
+# sources.sha256 became content_hash when the content identity moved to a fast hash (its old digests are kept,
+# `hash_algorithm` says which; see parse/facts.HASH_ALGORITHM).
+_RENAMED = (("sources", "sha256", "content_hash"),)
+
+
+def _rename_columns(con: duckdb.DuckDBPyConnection) -> None:
+    for table, old, new in _RENAMED:
+        found = con.execute(
+            "SELECT count(*) FROM duckdb_columns() WHERE table_name = $table AND column_name = $old "
+            "AND schema_name = 'main' AND database_name = current_database()",
+            {"table": table, "old": old},
+        ).fetchall()[0][0]
+        if found:
+            con.execute(f'ALTER TABLE "{table}" RENAME COLUMN "{old}" TO "{new}"')  # names: this module's constants
+
+
 def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create every table, macro and view that does not exist yet, unless the database already has this
     version's schema (its fingerprint is kept as the comment of `sources`): a connection then costs
@@ -141,6 +158,7 @@ def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
         return
     con.execute("BEGIN TRANSACTION")  # one commit for all: half the time of one per object
     try:
+        _rename_columns(con)
         for name in creation_order():
             run_file(con, name)
         con.execute(f"COMMENT ON TABLE sources IS '{fingerprint}'")  # hex digits only: nothing to escape

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 from ..errors import DatabaseBusyError, DatabaseError
+from ..parse.facts import HASH_ALGORITHM
 from ..records import OomMessage, Reject
 from .sql import apply_schema, bind, run_file, schema_outdated, sql_text
 
@@ -131,9 +132,19 @@ def source_ids_for_path(con: duckdb.DuckDBPyConnection, path: str) -> list[int]:
     return [r[0] for r in con.execute("SELECT source_id FROM sources WHERE path = $path", {"path": path}).fetchall()]
 
 
-def source_with_sha(con: duckdb.DuckDBPyConnection, sha256: str) -> str | None:
-    """The path of an already ingested source with this content, if any."""
-    return scalar(con, "SELECT path FROM sources WHERE sha256 = $sha256 LIMIT 1", {"sha256": sha256})  # type: ignore[return-value]
+def source_with_hash(con: duckdb.DuckDBPyConnection, content_hash: str, algorithm: str = HASH_ALGORITHM) -> str | None:
+    """The path of an already ingested source with this content (its digest under `algorithm`), if any."""
+    query = "SELECT path FROM sources WHERE content_hash = $hash AND hash_algorithm = $algorithm LIMIT 1"
+    return scalar(con, query, {"hash": content_hash, "algorithm": algorithm})  # type: ignore[return-value]
+
+
+def upgrade_hash(con: duckdb.DuckDBPyConnection, path: str, content_hash: str) -> None:
+    """Store the HASH_ALGORITHM digest of a source an earlier version hashed with sha256 (found unchanged), so
+    that copies of it under other paths are recognised from now on."""
+    con.execute(
+        "UPDATE sources SET content_hash = $hash, hash_algorithm = $algorithm WHERE path = $path",
+        {"hash": content_hash, "algorithm": HASH_ALGORITHM, "path": path},
+    )
 
 
 def labels_of(con: duckdb.DuckDBPyConnection, path: str) -> dict[str, object] | None:
@@ -142,10 +153,11 @@ def labels_of(con: duckdb.DuckDBPyConnection, path: str) -> dict[str, object] | 
     return None if text is None else json.loads(str(text))
 
 
-def known_file(con: duckdb.DuckDBPyConnection, path: str, size: int) -> bool:
-    """True when a source at this path with this size exists (worth hashing before any work)."""
-    query = "SELECT 1 FROM sources WHERE path = $path AND size_bytes = $size LIMIT 1"
-    return scalar(con, query, {"path": path, "size": size}) is not None
+def known_file(con: duckdb.DuckDBPyConnection, path: str, size: int) -> str | None:
+    """The hash algorithm of the source at this path with this size, when there is one (worth hashing before
+    any work); None otherwise."""
+    query = "SELECT hash_algorithm FROM sources WHERE path = $path AND size_bytes = $size LIMIT 1"
+    return scalar(con, query, {"path": path, "size": size})  # type: ignore[return-value]
 
 
 def next_source_id(con: duckdb.DuckDBPyConnection) -> int:
@@ -159,7 +171,7 @@ class SourceRow:
 
     source_id: int
     path: str
-    sha256: str
+    content_hash: str  # parse/facts.HASH_ALGORITHM
     kind: str
     rows: int
     rejects: int
@@ -175,7 +187,8 @@ def insert_source(con: duckdb.DuckDBPyConnection, src: SourceRow) -> None:
         {
             "source_id": src.source_id,
             "path": src.path,
-            "sha256": src.sha256,
+            "content_hash": src.content_hash,
+            "hash_algorithm": HASH_ALGORITHM,
             "kind": src.kind,
             "ingested_at": datetime.now(UTC).replace(tzinfo=None),
             "rows": src.rows,

@@ -1,10 +1,12 @@
-"""The facts ingest gathers beside its work: the sha256 that makes it idempotent, and line counts."""
+"""The facts ingest gathers beside its work: the content hash that makes it idempotent, and line counts."""
 
 from __future__ import annotations
 
 import hashlib
 import random
 from concurrent.futures import Future
+
+import xxhash
 
 from oomlab import api
 from oomlab.config import IngestOptions
@@ -13,22 +15,24 @@ from oomlab.ingest.ahead import Ahead, start_first
 from oomlab.ingest.paths import expand_paths
 from oomlab.ingest.run import ingest_files
 from oomlab.load.tables import connect
-from oomlab.parse.facts import FileFacts, file_facts, sha256_of
+from oomlab.parse.facts import FileFacts, content_hash_of, file_facts, hash_of
 
 from conftest import H200
 
 SERVE_MIXED = H200 / "serve_mixed" / "requests.jsonl.gz"
 
 
-def test_sha256_of_the_stored_bytes_across_pieces(tmp_path):
+def test_the_content_hash_of_the_stored_bytes_across_pieces(tmp_path):
     data = random.Random(3).randbytes((32 << 20) + 12345)  # over one of the 32 MiB pieces
     big = tmp_path / "big.bin"
     big.write_bytes(data)
     empty = tmp_path / "empty.bin"
     empty.write_bytes(b"")
-    assert sha256_of(big) == hashlib.sha256(data).hexdigest()
-    assert sha256_of(empty) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"  # of no bytes
-    assert sha256_of(SERVE_MIXED) == hashlib.sha256(SERVE_MIXED.read_bytes()).hexdigest()
+    assert content_hash_of(big) == xxhash.xxh3_128(data).hexdigest()
+    assert content_hash_of(empty) == "99aa06d3014798d86001c324468d497f"  # xxh3-128 of no bytes
+    assert content_hash_of(SERVE_MIXED) == xxhash.xxh3_128(SERVE_MIXED.read_bytes()).hexdigest()
+    # the digest databases written before hold, still computed for them
+    assert hash_of(SERVE_MIXED, "sha256") == hashlib.sha256(SERVE_MIXED.read_bytes()).hexdigest()
 
 
 def test_file_facts_count_lines_of_the_text(tmp_path):
@@ -36,9 +40,9 @@ def test_file_facts_count_lines_of_the_text(tmp_path):
     plain = tmp_path / "lines.txt"
     plain.write_bytes(text)
     facts = file_facts(plain)
-    assert (facts.sha256, facts.lines) == (hashlib.sha256(text).hexdigest(), 2_000_001)
+    assert (facts.content_hash, facts.lines) == (xxhash.xxh3_128(text).hexdigest(), 2_000_001)
     gz = file_facts(SERVE_MIXED)  # a compressed file: the stored bytes are hashed, the text's lines counted
-    assert (gz.sha256, gz.lines) == (sha256_of(SERVE_MIXED), 101)
+    assert (gz.content_hash, gz.lines) == (content_hash_of(SERVE_MIXED), 101)
 
 
 def test_the_first_file_is_read_ahead_with_its_kind(tmp_path):
@@ -50,9 +54,9 @@ def test_the_first_file_is_read_ahead_with_its_kind(tmp_path):
     request_log = start_first(expand_paths([str(SERVE_MIXED)]), FIELDS)
     assert request_log is not None and request_log.for_path(str(SERVE_MIXED)) is request_log.facts
     assert request_log.for_path(str(folder)) is None
-    assert request_log.facts.result() == FileFacts(sha256_of(SERVE_MIXED), 101)  # lines counted: a request log
+    assert request_log.facts.result() == FileFacts(content_hash_of(SERVE_MIXED), 101)  # lines counted: a request log
     text_log = H200 / "serve_mixed" / "oom_messages.txt.gz"
-    assert start_first(expand_paths([str(text_log)]), FIELDS).facts.result() == FileFacts(sha256_of(text_log), -1)
+    assert start_first(expand_paths([str(text_log)]), FIELDS).facts.result() == FileFacts(content_hash_of(text_log), -1)
     (folder / "b.txt").write_text("x\n")
     (folder / ".a.part").write_text("half\n")  # dot files are skipped, so the first file is b.txt
     in_folder = start_first(expand_paths([str(folder)]), FIELDS)  # the walk is done first: its first file too
@@ -67,7 +71,30 @@ def test_ingest_takes_the_facts_read_ahead(db):
     with connect(db) as con:
         report = ingest_files(con, files, IngestOptions(), ahead=Ahead(str(log), fake))
     assert [r.status for r in report.results] == ["ingested"]
-    assert api.query(db, "SELECT sha256, rows FROM sources").rows == [("f" * 64, 4)]
+    assert api.query(db, "SELECT content_hash, rows FROM sources").rows == [("f" * 64, 4)]
     with connect(db) as con:  # the same facts: skipped
         again = ingest_files(con, files, IngestOptions(), ahead=Ahead(str(log), fake))
     assert [r.status for r in again.results] == ["skipped"]
+
+
+def test_a_database_that_stored_sha256_is_migrated_and_its_files_still_skipped(tmp_path, run_cli):
+    db = tmp_path / "old.duckdb"
+    assert run_cli("ingest", SERVE_MIXED, "--db", db, "--quiet").exit_code == 0
+    # what an earlier version wrote: the column `sha256` holding the sha256 digest, and its own fingerprint
+    import duckdb
+
+    con = duckdb.connect(str(db))
+    con.execute("ALTER TABLE sources DROP COLUMN hash_algorithm")
+    con.execute("ALTER TABLE sources RENAME COLUMN content_hash TO sha256")
+    con.execute("UPDATE sources SET sha256 = $digest", {"digest": hash_of(SERVE_MIXED, "sha256")})
+    con.execute("COMMENT ON TABLE sources IS 'oomlab schema 0000000000000000'")
+    con.close()
+    again = run_cli("ingest", SERVE_MIXED, "--db", db, "--quiet")
+    assert again.exit_code == 0 and "already ingested" in again.output
+    # found unchanged, the source now carries the new digest, so a copy elsewhere is recognised too
+    assert api.query(db, "SELECT content_hash, hash_algorithm, rows FROM sources").rows == [
+        (content_hash_of(SERVE_MIXED), "xxh3-128", 101)
+    ]
+    copy = tmp_path / "copy.jsonl.gz"
+    copy.write_bytes(SERVE_MIXED.read_bytes())
+    assert f"already ingested as {SERVE_MIXED.resolve()}" in run_cli("ingest", copy, "--db", db).output
