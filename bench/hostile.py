@@ -4,7 +4,7 @@
 
 Each case is generated at the size `--scale` gives (1: the whole run takes a few minutes here; `--scale 16`
 makes the line without a newline 4 GiB, the audit's case) and ingested in a fresh child process, whose wall
-time and peak RSS (ru_maxrss from wait4) are measured against the targets
+time and peak RSS (its own VmHWM, read while it runs) are measured against the targets
 
     seconds <= 2 s + 1 s per MB of uncompressed input      peak RSS <= 300 MB + 10x the uncompressed size
 

@@ -6,7 +6,7 @@ Each case is a snapshot pickle built to explode (a shared 1 MiB string, shared n
 where text belongs, a frame declared larger than the file, nesting 100,000 deep, a memo index with nothing
 behind it), generated at the size `--scale` gives: derived from the real fragmentation capture in
 tests/data/h200 with one field changed, or written opcode by opcode. Each command runs in a fresh child
-process; its wall time and peak RSS (ru_maxrss from wait4) are measured against the targets
+process; its wall time and peak RSS (its own VmHWM, read while it runs) are measured against the targets
 
     seconds <= 2 s + 1 s per MB of uncompressed input      peak RSS <= 300 MB + 10x the uncompressed size
 
@@ -272,19 +272,26 @@ def _outcome(status: int, output: str, path: Path) -> str:
 
 def _measure(argv: list[str], timeout: float, rss_cap_mb: float) -> tuple[float, float, int, str, str]:
     """(wall seconds, peak RSS MB, exit status, output, '' or why it was killed) of one child, whose RSS is
-    watched so that a regression cannot take the machine down."""
+    watched so that a regression cannot take the machine down.
+
+    The peak is the child's own high-water mark (VmHWM, read while it runs): wait4's ru_maxrss counts the RSS
+    the parent had when it forked, so a bench that built a big case itself would inflate every figure after.
+    A child too quick to be read falls back to ru_maxrss.
+    """
     with tempfile.TemporaryFile() as out:
         start = time.perf_counter()
         child = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        killed = ""
+        killed, peak = "", 0.0
         while True:
             pid, status, usage = os.wait4(child.pid, os.WNOHANG)
             if pid:
                 break
+            rss, hwm = _memory_mb(child.pid)
+            peak = max(peak, hwm)
             elapsed = time.perf_counter() - start
             if elapsed > timeout:
                 killed = f"killed after {elapsed:.0f} s"
-            elif _rss_mb(child.pid) > rss_cap_mb:
+            elif rss > rss_cap_mb:
                 killed = f"killed at {rss_cap_mb:.0f} MB"
             if killed:
                 os.killpg(child.pid, signal.SIGKILL)
@@ -295,18 +302,21 @@ def _measure(argv: list[str], timeout: float, rss_cap_mb: float) -> tuple[float,
         out.seek(0)
         output = out.read().decode(errors="replace")
     child.returncode = os.waitstatus_to_exitcode(status)
-    return seconds, usage.ru_maxrss / 1024, child.returncode, output, killed
+    return seconds, peak or usage.ru_maxrss / 1024, child.returncode, output, killed
 
 
-def _rss_mb(pid: int) -> float:
+def _memory_mb(pid: int) -> tuple[float, float]:
+    """(VmRSS, VmHWM) of a running process in MB; zeros when it cannot be read (it has just ended)."""
+    found = {"VmRSS:": 0.0, "VmHWM:": 0.0}
     try:
         with open(f"/proc/{pid}/status") as status:
             for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
+                key = line.split(":", 1)[0] + ":"
+                if key in found:
+                    found[key] = int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
         pass
-    return 0.0
+    return found["VmRSS:"], found["VmHWM:"]
 
 
 def print_table(results: list[CaseResult]) -> None:
