@@ -7,21 +7,22 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import IngestOptions
 from .errors import DatabaseError
-from .records import IngestReport
 
 # The library behind each function is imported inside it: `oomlab ingest` starts hashing its first file
-# before DuckDB, polars and pyarrow load, and `oomlab --help` loads none of them.
+# before DuckDB, polars and pyarrow load, `oomlab --help` loads none of them, and `oomlab sources` only DuckDB
+# and load.connection.
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from .analyses.estimate import MeasuredPeak, MemoryEstimate, ModelShape, Workload
     from .analyses.fleet.alert_rules import DeviceTuning
     from .analyses.fleet.sizing import Card
+    from .config import IngestOptions
     from .findings.data_quality import DataQualityNote
     from .findings.finding import Finding
     from .ingest.progress import Progress
+    from .records import IngestReport
     from .report.document import Report
 
 
@@ -37,10 +38,23 @@ def ingest(
     ahead = start_first(files, options.fields)
 
     from .ingest.run import ingest_files
-    from .load.tables import connect
+    from .load.connection import connect
 
     with connect(db_path) as con:
         return ingest_files(con, files, options, progress, ahead)
+
+
+def __getattr__(name: str) -> object:
+    """`api.IngestOptions` and `api.IngestReport`, loaded when first asked for (no command but ingest needs them)."""
+    if name == "IngestOptions":
+        from .config import IngestOptions
+
+        return IngestOptions
+    if name == "IngestReport":
+        from .records import IngestReport
+
+        return IngestReport
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -53,10 +67,10 @@ class QueryResult:
 
 def query(db_path: str | Path, sql: str, params: list[object] | None = None) -> QueryResult:
     """Run one SQL statement against the database, read-only in fact: no file outside it, no extension, no
-    setting can be reached (load.tables.lock_down)."""
+    setting can be reached (load.connection.lock_down)."""
     import duckdb
 
-    from .load.tables import connect, lock_down
+    from .load.connection import connect, lock_down
 
     with connect(db_path, read_only=True) as con:
         lock_down(con)
@@ -85,7 +99,7 @@ def findings(db_path: str | Path, since: datetime | None = None, until: datetime
     whole database."""
     from .findings.collect import collect_findings
     from .findings.data_quality import data_quality_note
-    from .load.tables import connect
+    from .load.connection import connect
 
     with connect(db_path, read_only=True) as con:
         return FindingsResult(collect_findings(con, since, until), data_quality_note(con))
@@ -98,7 +112,7 @@ def sources(db_path: str | Path) -> QueryResult:
 
 def weekly_report(db_path: str | Path, since: datetime | None = None, until: datetime | None = None) -> Report:
     """The weekly review over [since, until) (default: the last 7 days of data)."""
-    from .load.tables import connect
+    from .load.connection import connect
     from .report.weekly import weekly_report as build
 
     with connect(db_path, read_only=True) as con:
@@ -109,7 +123,7 @@ def incident_report(
     db_path: str | Path, event_id: int | None = None, instance: str | None = None, at: datetime | None = None
 ) -> Report:
     """The incident page of one OOM: by event id, or the OOM of `instance` nearest to `at`."""
-    from .load.tables import connect
+    from .load.connection import connect
     from .report.incident import incident_report as build
 
     with connect(db_path, read_only=True) as con:
@@ -131,7 +145,8 @@ def demo(out_dir: str | Path | None = None, progress: Progress | None = None) ->
     fleet's last week), the incident report of the OOM behind its most important finding, and that of an OOM
     a bundled snapshot recorded (its page shows the snapshot view)."""
     from .assets import asset_dir
-    from .load.tables import connect
+    from .config import IngestOptions
+    from .load.connection import connect
     from .report.demo_choices import folder_week, most_important_oom, oom_with_snapshot
     from .report.incident import incident_report as build_incident
     from .report.weekly import weekly_report as build_weekly
@@ -239,7 +254,7 @@ def estimate(request: EstimateRequest) -> EstimateResult:
     result = lib.estimate(model, work, request.gpu, context)
     measured = None
     if request.db_path is not None:
-        from .load.tables import connect
+        from .load.connection import connect
 
         with connect(request.db_path, read_only=True) as con:
             measured = lib.measured_peaks(con, request.model_version, model)
@@ -279,7 +294,7 @@ def alert_rules(db_path: str | Path | None = None) -> AlertRules:
 
     tunings = None
     if db_path is not None:
-        from .load.tables import connect
+        from .load.connection import connect
 
         with connect(db_path, read_only=True) as con:
             tunings = device_tunings(con)

@@ -6,7 +6,6 @@ import contextlib
 import os
 import sys
 from datetime import datetime
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import click
 
@@ -15,7 +14,7 @@ from ..errors import OomlabError
 from .options import DB_OPTION, FORMAT_OPTION, size_option
 
 # Commands import the library inside their bodies: `oomlab --help` and `--version` stay instant
-# instead of loading DuckDB, polars and pyarrow first.
+# instead of loading DuckDB, polars and pyarrow first (tests/cli/test_startup.py checks what each loads).
 
 
 class OomlabGroup(click.Group):
@@ -110,6 +109,8 @@ def ingest(
 
 def _parse_at(at: str | None, tz: str | None) -> datetime | None:
     """--at as naive UTC; a time without an offset is read in --tz (UTC when none)."""
+    from zoneinfo import ZoneInfo
+
     from ..units import to_utc_naive
 
     if at is None:
@@ -125,6 +126,8 @@ def _parse_at(at: str | None, tz: str | None) -> datetime | None:
 def _check_tz(tz: str | None) -> str | None:
     if tz is None:
         return None
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
     try:
         ZoneInfo(tz)
     except (ZoneInfoNotFoundError, ValueError):

@@ -1,9 +1,10 @@
-"""Terminal output for the CLI: tables, CSV/JSON, progress and the ingest summary (rich)."""
+"""Terminal output for the CLI: tables, CSV/JSON, progress and the ingest summary (rich).
+
+rich is imported where it draws, so CSV and JSON output never load it and a table loads no progress bar."""
 
 from __future__ import annotations
 
 import csv
-import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,26 +13,29 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
-from rich.text import Text
-
-from ..records import FAILED, NOTHING_FOUND, SKIPPED, IngestReport
 from .terminal import visible
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
     from ..api import QueryResult
+    from ..records import IngestReport
 
 _PROGRESS_MIN_BYTES = 32 << 20  # below this an ingest is over before a bar is worth drawing
 _MAX_SUMMARY_ROWS = 40
 
 
 def _stdout() -> Console:
+    from rich.console import Console
+
     return Console(soft_wrap=True)
 
 
 def _stderr() -> Console:
+    from rich.console import Console
+
     return Console(stderr=True, soft_wrap=True, highlight=False)
 
 
@@ -45,6 +49,8 @@ def _jsonable(value: object) -> object:
 
 def print_json(document: object) -> None:
     """A JSON document on stdout, keys in the library's order."""
+    import json
+
     sys.stdout.write(json.dumps(document, indent=2, default=_jsonable) + "\n")
 
 
@@ -55,9 +61,14 @@ def print_query_result(result: QueryResult, fmt: str) -> None:
         writer.writerow(result.columns)
         writer.writerows(result.rows)
     elif fmt == "json":
+        import json
+
         rows = [{c: _jsonable(v) for c, v in zip(result.columns, row, strict=True)} for row in result.rows]
         sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
     else:
+        from rich.table import Table
+        from rich.text import Text
+
         console = _stdout()
         cells = [[visible(v) for v in row] for row in result.rows]
         if _table_width(result.columns, cells) > console.width:
@@ -79,6 +90,8 @@ def _table_width(columns: list[str], cells: list[list[str]]) -> int:
 
 def _print_records(console: Console, columns: list[str], cells: list[list[str]]) -> None:
     """A result too wide for the terminal, one record after another with a line per column (psql's \\x)."""
+    from rich.text import Text
+
     name_width = max(map(len, columns), default=0)
     for number, row in enumerate(cells, start=1):
         console.print(Text(f"-[ record {number} ]-", style="bold"))
@@ -99,6 +112,8 @@ class _BarProgress:
     def begin(self, total_bytes: int) -> bool:
         if total_bytes < _PROGRESS_MIN_BYTES:
             return False
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
         columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeRemainingColumn())
         self._bar = Progress(*columns, console=_stderr(), transient=True)
         self._bar.start()
@@ -140,6 +155,8 @@ def progress_bar(quiet: bool) -> Iterator[_BarProgress | None]:
 
 def print_ingest_report(report: IngestReport) -> None:
     """Errors and rejects as one line each on stderr, then the summary table on stdout."""
+    from ..records import FAILED, NOTHING_FOUND, SKIPPED
+
     err = _stderr()
     for result in report.results:
         if result.status == FAILED:
@@ -163,6 +180,11 @@ def print_ingest_report(report: IngestReport) -> None:
 
 
 def _summary_table(report: IngestReport) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
+    from ..records import NOTHING_FOUND
+
     table = Table("source", "kind", "status", "rows", "rejects", title="ingest summary")
     table.columns[0].overflow = "fold"
     for result in report.results[:_MAX_SUMMARY_ROWS]:

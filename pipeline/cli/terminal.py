@@ -5,8 +5,10 @@ prints that came from the data goes through `visible` and is printed as plain te
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.text import Text
 
 # C0 controls but tab and newline, DEL, and the C1 controls (0x80-0x9f: CSI is 0x9b).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -23,4 +25,6 @@ def visible(value: object) -> str:
 
 def plain(value: object, style: str = "") -> Text:
     """A rich Text of `visible(value)`: no markup is read in it."""
+    from rich.text import Text
+
     return Text(visible(value), style=style)

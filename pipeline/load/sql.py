@@ -15,12 +15,11 @@ from ..errors import DatabaseError
 # Creation order: every table, macro and view after the objects its SQL names (see `creation_order`).
 _FOLDERS = ("tables", "macros", "views")
 _VIEW_LAYERS = ("stg_", "fct_", "rpt_")
-_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.DOTALL)
-_WORD = re.compile(r"\w+")
+# Patterns of `creation_order`, compiled there (once per process, and only by one that creates the schema).
+_COMMENT = r"--[^\n]*|/\*.*?\*/"
+_WORD = r"\w+"
 # The objects a file creates: its own name, and each macro of sql/macros/oomlab_settings.sql.
-_CREATES = re.compile(
-    r"\bCREATE\s+(?:OR\s+REPLACE\s+)?(?:TABLE|VIEW|MACRO|SEQUENCE)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.IGNORECASE
-)
+_CREATES = r"\bCREATE\s+(?:OR\s+REPLACE\s+)?(?:TABLE|VIEW|MACRO|SEQUENCE)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)"
 
 
 def sql_root() -> Path:
@@ -80,12 +79,13 @@ def creation_order() -> tuple[str, ...]:
     """Every table, macro and view, each after the files defining the objects its SQL names (comments aside):
     tables, macros and views layer by layer where nothing says otherwise. One pass in this order creates
     them all (DuckDB binds a view or a scalar macro when it is created, so what it calls must exist)."""
+    comment, creates, word = re.compile(_COMMENT, re.DOTALL), re.compile(_CREATES, re.IGNORECASE), re.compile(_WORD)
     names = names_in("tables") + names_in("macros") + _view_order(names_in("views"))
-    code = {name: _COMMENT.sub(" ", sql_text(name)) for name in names}
+    code = {name: comment.sub(" ", sql_text(name)) for name in names}
     file_of = {name: name for name in names}
-    file_of |= {obj.lower(): name for name in names for obj in _CREATES.findall(code[name])}
+    file_of |= {obj.lower(): name for name in names for obj in creates.findall(code[name])}
     uses = {
-        name: sorted({file_of[w] for w in {w.lower() for w in _WORD.findall(code[name])} if w in file_of} - {name})
+        name: sorted({file_of[w] for w in {w.lower() for w in word.findall(code[name])} if w in file_of} - {name})
         for name in names
     }
     order: list[str] = []
@@ -114,22 +114,24 @@ def schema_fingerprint() -> str:
     return "oomlab schema " + digest.hexdigest()[:16]
 
 
+# The comment of `sources`, which holds the schema's fingerprint: no row when the database has no `sources`.
+_SOURCES_COMMENT = (
+    "SELECT comment FROM duckdb_tables() WHERE table_name = 'sources' "
+    "AND schema_name = 'main' AND database_name = current_database()"
+)
+
+
 def _stored_fingerprint(con: duckdb.DuckDBPyConnection) -> str | None:
-    rows = con.execute(
-        "SELECT comment FROM duckdb_tables() WHERE table_name = 'sources' "
-        "AND schema_name = 'main' AND database_name = current_database()"
-    ).fetchall()
+    rows = con.execute(_SOURCES_COMMENT).fetchall()
     return rows[0][0] if rows else None
 
 
 def schema_outdated(con: duckdb.DuckDBPyConnection) -> bool:
     """True for an oomlab database (it has `sources`) whose schema is not this version's: one created by an
-    earlier version, whose views and macros name other objects, or none of this version's new ones."""
-    has_sources = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'sources' "
-        "AND schema_name = 'main' AND database_name = current_database()"
-    ).fetchall()[0][0]
-    return bool(has_sources) and _stored_fingerprint(con) != schema_fingerprint()
+    earlier version, whose views and macros name other objects, or none of this version's new ones. One
+    catalog query: `sources` and its comment (the fingerprint) come in the same row."""
+    rows = con.execute(_SOURCES_COMMENT).fetchall()
+    return bool(rows) and rows[0][0] != schema_fingerprint()
 
 
 # Columns an earlier version named otherwise, renamed in place (the only rename docs/schema.md allows):

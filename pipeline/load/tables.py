@@ -6,7 +6,6 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -14,85 +13,10 @@ import duckdb
 if TYPE_CHECKING:
     import pyarrow as pa
 
-from ..errors import DatabaseBusyError, DatabaseError
 from ..parse.facts import HASH_ALGORITHM
 from ..records import OomMessage, Reject
-from .sql import apply_schema, bind, run_file, schema_outdated, sql_text
-
-
-def connect(db_path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open the database with this version's schema: created or brought up to date on a read-write
-    connection. A read-only one to a database an earlier version wrote updates its schema first, on a
-    short read-write connection (views and macros are replaced, new ones created; no row changes), since
-    the queries of this version name them. A held lock is DatabaseBusyError."""
-    db_path = str(db_path)
-    if read_only and not Path(db_path).exists():
-        raise DatabaseError(f"no database at {db_path}", hint="run `oomlab ingest` first or pass --db")
-    con = _open(db_path, read_only)
-    try:
-        if not read_only:
-            apply_schema(con)
-        elif schema_outdated(con):
-            con.close()
-            _update_schema(db_path)
-            con = _open(db_path, read_only=True)
-    except BaseException:
-        con.close()
-        raise
-    return con
-
-
-def _update_schema(db_path: str) -> None:
-    """Apply this version's schema to a database an earlier version wrote."""
-    try:
-        con = _open(db_path, read_only=False)
-    except DatabaseBusyError:
-        raise
-    except (DatabaseError, duckdb.Error) as exc:  # read-only file, or open read-only elsewhere in this process
-        reason = exc.reason if isinstance(exc, DatabaseError) else str(exc)
-        raise DatabaseError(
-            f"{db_path} was written by an earlier oomlab and its schema cannot be updated: {reason}",
-            hint="open it once where it is writable (any oomlab command does), or ingest into a new database",
-        ) from exc
-    try:
-        apply_schema(con)
-    finally:
-        con.close()
-
-
-def _open(db_path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection with the session settings every stage expects."""
-    try:
-        con = duckdb.connect(db_path, read_only=read_only)
-    except duckdb.IOException as exc:
-        if "lock" in str(exc).lower():
-            raise DatabaseBusyError(db_path) from exc
-        raise DatabaseError(f"cannot open database {db_path}: {exc}") from exc
-    con.execute("SET TimeZone = 'UTC'")
-    # Progress is tracked for query_progress() (the CLI's bar) but DuckDB never prints its own.
-    con.execute("SET enable_progress_bar = true")
-    con.execute("SET enable_progress_bar_print = false")
-    # Rows carry their line numbers, so their physical order does not matter; inserts run in parallel.
-    con.execute("SET preserve_insertion_order = false")
-    return con
-
-
-# What a connection that runs someone's SQL may not do: touch any file but the database (COPY TO, read_csv,
-# glob, ATTACH, EXPORT DATABASE), install or load extensions (INSTALL httpfs reaches the network), or change
-# settings (the lock comes last: it keeps the others from being turned back on).
-_LOCKDOWN = (
-    "SET enable_external_access = false",
-    "SET autoinstall_known_extensions = false",
-    "SET autoload_known_extensions = false",
-    "SET allow_community_extensions = false",
-    "SET lock_configuration = true",
-)
-
-
-def lock_down(con: duckdb.DuckDBPyConnection) -> None:
-    """Make a read-only connection read the database and nothing else, for the rest of its life."""
-    for statement in _LOCKDOWN:
-        con.execute(statement)
+from .connection import connect, lock_down  # noqa: F401  (where the other stages have always found them)
+from .sql import bind, run_file, sql_text
 
 
 def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: object = None) -> object:
