@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,10 +37,25 @@ def measure(argv: list[str], env: dict[str, str] | None = None) -> Run:
     return Run(seconds, usage.ru_maxrss / 1024, output)
 
 
+CLI_ENV = "OOMLAB_BENCH_CLI"  # the oomlab command a bench times, when not the one beside its interpreter
+
+
+def oomlab_command() -> str:
+    """The `oomlab` command a bench times: $OOMLAB_BENCH_CLI, else the one installed beside this interpreter.
+    Never one found elsewhere on PATH (another version) nor the library in-process under the CLI's name:
+    without it the bench stops and says why."""
+    exe = Path(os.environ.get(CLI_ENV) or Path(sys.executable).parent / "oomlab")
+    if not exe.is_file() or not os.access(exe, os.X_OK):
+        raise SystemExit(
+            f"no oomlab command at {exe}: install oomlab beside {sys.executable} or set {CLI_ENV}=PATH; "
+            "the bench times that command and nothing else"
+        )
+    return str(exe)
+
+
 def oomlab_argv(*args: str) -> list[str]:
-    """The installed `oomlab` command, or the module run by this interpreter."""
-    exe = shutil.which("oomlab") or str(Path(sys.executable).parent / "oomlab")
-    return [exe, *args] if Path(exe).exists() else [sys.executable, "-m", "oomlab.cli.main", *args]
+    """`oomlab ARGS...` with the command `oomlab_command` finds."""
+    return [oomlab_command(), *args]
 
 
 def python_argv(code: str) -> list[str]:
