@@ -19,7 +19,7 @@ import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from _common import best_of, oomlab_argv, python_argv
+from _common import best_of, oomlab_argv, oomlab_command, python_argv
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "data" / "h200"
 TARGET_RATIO = 1.3
@@ -57,6 +57,7 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--runs", type=int, default=2)
     args = parser.parse_args()
+    oomlab_command()  # no command to time: stop before generating anything
     work = args.dir or Path(tempfile.mkdtemp(prefix="oomlab-bench-"))
     log = work / "requests.jsonl"
     if not log.exists():
