@@ -19,7 +19,7 @@ from ..compression import READ_ERRORS
 from ..oom.clean import clean_message_text
 from ..oom.message import OOM_MARKERS, Reading, analyse_oom, heads_message, opens_message
 from .logline import FOLLOW_UP, LineClock, claims_oom, is_record_start
-from .textscan import SEGMENT_BYTES, MarkerFinder, Window, iter_windows, line_text
+from .textscan import LINE_TEXT_BYTES, SEGMENT_BYTES, MarkerFinder, Window, iter_windows, line_text
 
 REJECT_REASON = "text mentions out of memory but matches no known OOM message format"
 MAX_MESSAGE_LINES = 64  # a message continues over at most this many lines
@@ -127,6 +127,8 @@ class _Scanner:
     clock: LineClock
     consumed: int = 0  # absolute offset up to which lines belong to messages already reported
     _window: Window | None = field(default=None, repr=False)
+    # the lines over LINE_TEXT_BYTES read in the current window, cut (`_text`)
+    _long_lines: tuple[Window | None, dict[tuple[int, int], str]] = field(default=(None, {}), repr=False)
 
     def scan(self, window: Window) -> Iterator[_Event | Reject]:
         """The messages that start on the marker lines of `window`."""
@@ -148,9 +150,18 @@ class _Scanner:
         return len(window.buf) if end < 0 else end + 1
 
     def _text(self, start: int, end: int) -> str:
-        """The decoded line at buf[start:end], without its line break (a very long one cut: `line_text`)."""
-        assert self._window is not None
-        return line_text(self._window.buf, start, end, _FINDER).rstrip("\r\n")
+        """The decoded line at buf[start:end], without its line break (a very long one cut: `line_text`, whose
+        marker search over it is done once per window: a message's lines are read several times)."""
+        window = self._window
+        assert window is not None
+        if end - start <= LINE_TEXT_BYTES:
+            return line_text(window.buf, start, end, _FINDER).rstrip("\r\n")
+        if self._long_lines[0] is not window:
+            self._long_lines = (window, {})
+        cut = self._long_lines[1]
+        if (start, end) not in cut:
+            cut[(start, end)] = line_text(window.buf, start, end, _FINDER).rstrip("\r\n")
+        return cut[(start, end)]
 
     def _message_at(self, hit: int, line: int) -> _Event | Reject | None:
         """The message whose marker is on the line at `hit`; a Reject; or None for a weak marker."""

@@ -59,7 +59,6 @@ class MarkerFinder:
         # literals make the regex's prefilter faster); `split` tells the readers' markers apart again.
         needed = [m for m in dict.fromkeys(self.markers) if not any(o != m and o in m for o in self.markers)]
         self.needed = tuple(needed)
-        self._last_long: tuple[tuple[int, int, int] | None, int] = (None, -1)  # see `first`
         self.pattern = "|".join(_rust_escape(m) for m in needed)
         self.regex = re.compile(b"|".join(re.escape(m) for m in needed))  # for one line at a time
 
@@ -92,15 +91,11 @@ class MarkerFinder:
         if end - start <= LINE_TEXT_BYTES:
             found = self.regex.search(buf, start, end)
             return -1 if found is None else found.start()
-        key = (id(buf), start, end)
-        if self._last_long[0] == key:  # the readers ask for the same long line in turn
-            return self._last_long[1]
         first = -1
         for marker in self.needed:
             at = buf.find(marker, start, end if first < 0 else first + len(marker) - 1)
             if at >= 0 and (first < 0 or at < first):
                 first = at
-        self._last_long = (key, first)
         return first
 
     def _lines_polars(self, buf: Buffer, lo: int, hi: int) -> list[int]:
