@@ -26,6 +26,15 @@ def read_jsonl_gz(path: Path) -> list[dict]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def schema_template_cache(tmp_path_factory: pytest.TempPathFactory):
+    """New databases start as copies of an empty-schema template (load/connection.py); the tests keep theirs in
+    a folder of the session, not in the user's cache. Subprocesses inherit it through the environment."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OOMLAB_CACHE_DIR", str(tmp_path_factory.mktemp("oomlab-cache")))
+        yield
+
+
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     """Path of a database file that does not exist yet."""

@@ -4,12 +4,15 @@ reads, such as `oomlab sources`, loads DuckDB and the SQL files and nothing of t
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import duckdb
 
 from ..errors import DatabaseBusyError, DatabaseError
-from .sql import apply_schema, schema_outdated
+from .sql import apply_schema, schema_fingerprint, schema_outdated
+
+CACHE_ENV = "OOMLAB_CACHE_DIR"  # where the empty-schema template lives (default: $XDG_CACHE_HOME/oomlab); "off": none
 
 
 def connect(db_path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
@@ -20,6 +23,8 @@ def connect(db_path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyC
     db_path = str(db_path)
     if read_only and not Path(db_path).exists():
         raise DatabaseError(f"no database at {db_path}", hint="run `oomlab ingest` first or pass --db")
+    if not read_only and db_path != ":memory:" and not Path(db_path).exists():
+        _copy_template(db_path)
     con = _open(db_path, read_only)
     try:
         if not read_only:
@@ -32,6 +37,53 @@ def connect(db_path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyC
         con.close()
         raise
     return con
+
+
+def _copy_template(db_path: str) -> None:
+    """Start a new database as a copy of an empty one with this version's schema, kept in the user's cache.
+
+    Creating the schema's 80-odd tables, macros and views takes DuckDB 0.25-0.28 s; copying the 0.5 MB file it
+    makes takes 0.03 s, and every new database (a test, a bench run, a first ingest) starts the same way. The
+    template is named for the DuckDB version and the schema's fingerprint, so a change to either makes a new
+    one; `apply_schema` checks the copy like any database. Where no cache can be written, the schema is created
+    in place as before.
+    """
+    template = _template_path()
+    if template is None:
+        return
+    try:
+        if not template.exists():
+            _build_template(template)
+        with open(template, "rb") as source, open(db_path, "xb") as target:  # "x": never over a file just made
+            while chunk := source.read(1 << 20):
+                target.write(chunk)
+    except FileExistsError:
+        return  # another process created the database meanwhile: open it as it is
+    except (OSError, duckdb.Error, DatabaseError):
+        Path(db_path).unlink(missing_ok=True)  # a partial copy: create the schema in place (its error, if any)
+
+
+def _template_path() -> Path | None:
+    setting = os.environ.get(CACHE_ENV, "").strip()
+    if setting.lower() == "off":
+        return None
+    base = setting or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "oomlab"
+    fingerprint = schema_fingerprint().rsplit(" ", 1)[-1]
+    return Path(base) / f"schema-duckdb{duckdb.__version__}-{fingerprint}.duckdb"
+
+
+def _build_template(template: Path) -> None:
+    """Write the empty-schema database at `template`: built under a temporary name, moved in place when whole."""
+    template.parent.mkdir(parents=True, exist_ok=True)
+    partial = template.with_name(f"{template.name}.{os.getpid()}.partial")
+    partial.unlink(missing_ok=True)
+    con = _open(str(partial), read_only=False)
+    try:
+        apply_schema(con)
+        con.execute("CHECKPOINT")  # everything in the file itself, no WAL beside it
+    finally:
+        con.close()
+    os.replace(partial, template)
 
 
 def _update_schema(db_path: str) -> None:

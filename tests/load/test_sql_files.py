@@ -41,6 +41,7 @@ def test_objects_naming_each_other_in_a_circle_are_refused(monkeypatch: pytest.M
 
 
 def test_a_failing_object_leaves_no_schema_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OOMLAB_CACHE_DIR", "off")  # the schema is created in place, not copied from a template
     broken = sql.creation_order()[-1]
     real = sql.sql_text
     monkeypatch.setattr(sql, "sql_text", lambda name: "SELEC nonsense" if name == broken else real(name))
