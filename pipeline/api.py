@@ -130,6 +130,27 @@ def incident_report(
         return build(con, event_id=event_id, instance=instance, at=at)
 
 
+def important_ooms(
+    db_path: str | Path, findings: list[dict[str, Any]], since: datetime, until: datetime, count: int
+) -> list[int]:
+    """Event ids of up to `count` OOMs in [since, until), most important first (the weekly report's `findings`
+    in rank order say which matter)."""
+    from .load.connection import connect
+    from .report.demo_choices import important_ooms as choose
+
+    with connect(db_path, read_only=True) as con:
+        return choose(con, findings, since, until, count)
+
+
+def prune(db_path: str | Path, before: datetime) -> dict[str, int]:
+    """Delete every row dated before `before` (naive UTC), in one transaction; the rows deleted per table."""
+    from .load.connection import connect
+    from .load.prune import prune_before
+
+    with connect(db_path) as con:
+        return prune_before(con, before)
+
+
 @dataclass(frozen=True)
 class DemoResult:
     """What `oomlab demo` made: the database, the pages written and the findings shown."""

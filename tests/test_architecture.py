@@ -23,7 +23,9 @@ ALLOWED: dict[str, set[str]] = {
     "findings": {"shared", "load", "analyses", "findings"},
     "report": {"shared", "load", "analyses", "findings", "report"},
     "api": {"shared", "parse", "load", "ingest", "analyses", "findings", "report"},
-    "cli": {"shared", "api", "cli"},
+    # The weekly review job: runs of api functions (ingest, reports, prune), their files and the index.
+    "weekly": {"shared", "api", "weekly"},
+    "cli": {"shared", "api", "weekly", "cli"},
     # Runs inside a user's service: it writes what ingest reads, and may use parsers, nothing later.
     "capture": {"shared", "parse", "capture"},
 }

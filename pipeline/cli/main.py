@@ -222,8 +222,9 @@ def _register_commands() -> None:
     """Commands that live in modules of their own (cli_*.py), so each stays small."""
     from .estimate import alerts, estimate
     from .report import demo, report
+    from .weekly import prune, weekly
 
-    for command in (report, demo, estimate, alerts):
+    for command in (report, demo, estimate, alerts, weekly, prune):
         cli.add_command(command)
 
 

@@ -48,6 +48,32 @@ def most_important_oom(
     return None if events.is_empty() else _latest(events)
 
 
+def important_ooms(
+    con: duckdb.DuckDBPyConnection, findings: list[dict[str, Any]], since: datetime, until: datetime, count: int
+) -> list[int]:
+    """Up to `count` OOMs of the window, most important first: for each finding in rank order the latest OOM
+    that bears it out (as `most_important_oom` picks one), then the latest of the rest."""
+    events = classify_ooms(con, since, until).filter(pl.col("ts").is_not_null() & pl.col("duplicate_of").is_null())
+    chosen: list[int] = []
+    for finding in findings:
+        if len(chosen) >= count:
+            return chosen
+        causes = CAUSES_OF.get(finding["kind"])
+        if causes is None:
+            continue
+        places = _places(finding["metrics"])
+        match = events.filter(pl.col("cause").is_in(causes) & ~pl.col("event_id").is_in(chosen))
+        if places:
+            match = match.filter(pl.col("instance").is_in(places) | pl.col("model_version").is_in(places))
+        if not match.is_empty():
+            chosen.append(_latest(match))
+    rest = events.filter(~pl.col("event_id").is_in(chosen))
+    while len(chosen) < count and not rest.is_empty():
+        chosen.append(_latest(rest))
+        rest = rest.filter(pl.col("event_id") != chosen[-1])
+    return chosen
+
+
 def oom_with_snapshot(con: duckdb.DuckDBPyConnection) -> int | None:
     """The logged OOM a snapshot also recorded (a leak's first, when there is one): its incident page shows the
     snapshot view."""

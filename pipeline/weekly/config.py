@@ -1,0 +1,181 @@
+"""The weekly job's TOML config, read and checked: a bad key is a one-line error naming the file and the key."""
+
+from __future__ import annotations
+
+import glob
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from ..errors import OomlabError
+
+TOP_KEYS = {
+    "database",
+    "output",
+    "incidents",
+    "alert_confidence",
+    "timezone",
+    "keep_weeks",
+    "prune_before_days",
+    "inputs",
+}
+INPUT_KEYS = {"paths", "path", "instance", "model_version", "tags", "tz", "map", "mapping", "columns"}
+
+
+@dataclass(frozen=True)
+class InputGroup:
+    """Paths or globs ingested with one set of labels (what one `oomlab ingest` call takes)."""
+
+    paths: tuple[str, ...]
+    instance: str | None = None
+    model_version: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    tz: str | None = None
+    fields_map: dict[str, str] = field(default_factory=dict)
+    mapping: str | None = None
+    columns: tuple[str, ...] = ()
+
+    def files(self) -> list[str]:
+        """The paths, each glob expanded (sorted; one matching nothing adds nothing)."""
+        found: list[str] = []
+        for pattern in self.paths:
+            found += sorted(glob.glob(pattern, recursive=True)) if glob.has_magic(pattern) else [pattern]
+        return found
+
+
+@dataclass(frozen=True)
+class WeeklyConfig:
+    """Every key of the config file, relative paths made absolute against the file's folder."""
+
+    path: Path
+    database: Path
+    output: Path
+    inputs: tuple[InputGroup, ...]
+    incidents: int = 3
+    alert_confidence: float = 0.7
+    timezone: str = "UTC"
+    keep_weeks: int | None = None
+    prune_before_days: int | None = None
+
+
+class ConfigError(OomlabError):
+    """A config file that cannot be used: names the file and the key."""
+
+    def __init__(self, path: Path, key: str | None, reason: str) -> None:
+        where = f"{path}: {key}" if key else str(path)
+        super().__init__(f"{where}: {reason}")
+
+
+def load_config(path: str | Path) -> WeeklyConfig:
+    """Read and check the config file at `path`."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(path, None, f"cannot read: {exc.strerror or exc}") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(path, None, f"not valid TOML: {exc}") from exc
+    unknown = sorted(set(data) - TOP_KEYS)
+    if unknown:
+        raise ConfigError(path, unknown[0], f"unknown key (known: {', '.join(sorted(TOP_KEYS))})")
+    base = path.parent
+
+    def where(value: str) -> Path:
+        return Path(value) if Path(value).is_absolute() else base / value
+
+    for key in ("database", "output"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            raise ConfigError(path, key, "required: a path (relative to the config file's folder)")
+    timezone = _string(path, "timezone", data.get("timezone", "UTC"))
+    _check_tz(path, "timezone", timezone)
+    inputs = data.get("inputs", [])
+    if not isinstance(inputs, list) or not all(isinstance(i, dict) for i in inputs):
+        raise ConfigError(path, "inputs", "must be an array of tables ([[inputs]])")
+    return WeeklyConfig(
+        path=path,
+        database=where(data["database"]),
+        output=where(data["output"]),
+        inputs=tuple(_input(path, f"inputs[{n}]", entry, where) for n, entry in enumerate(inputs)),
+        incidents=_int(path, "incidents", data.get("incidents", 3), minimum=0),
+        alert_confidence=_confidence(path, data.get("alert_confidence", 0.7)),
+        timezone=timezone,
+        keep_weeks=_optional_int(path, "keep_weeks", data.get("keep_weeks"), minimum=1),
+        prune_before_days=_optional_int(path, "prune_before_days", data.get("prune_before_days"), minimum=1),
+    )
+
+
+def _input(path: Path, key: str, entry: dict[str, Any], where: Any) -> InputGroup:
+    unknown = sorted(set(entry) - INPUT_KEYS)
+    if unknown:
+        raise ConfigError(path, f"{key}.{unknown[0]}", f"unknown key (known: {', '.join(sorted(INPUT_KEYS))})")
+    raw = entry.get("paths", entry.get("path"))
+    raw = [raw] if isinstance(raw, str) else raw
+    if not raw or not isinstance(raw, list) or not all(isinstance(p, str) and p for p in raw):
+        raise ConfigError(path, f"{key}.paths", "required: a path or glob, or a list of them")
+    paths = tuple(str(where(p)) for p in raw)
+    for pattern in paths:
+        if not glob.has_magic(pattern) and not Path(pattern).exists():
+            raise ConfigError(path, f"{key}.paths", f"{pattern} does not exist")
+    tags = entry.get("tags", {})
+    if not isinstance(tags, dict) or not all(isinstance(v, str) for v in tags.values()):
+        raise ConfigError(path, f"{key}.tags", 'must be a table of strings, e.g. tags = {team = "search"}')
+    fields_map = entry.get("map", {})
+    if not isinstance(fields_map, dict) or not all(isinstance(v, str) for v in fields_map.values()):
+        raise ConfigError(path, f"{key}.map", 'must be a table canonical = "theirs", e.g. map = {ts = "time"}')
+    tz = entry.get("tz")
+    if tz is not None:
+        _check_tz(path, f"{key}.tz", _string(path, f"{key}.tz", tz))
+    mapping = entry.get("mapping")
+    if mapping is not None:
+        mapping = str(where(_string(path, f"{key}.mapping", mapping)))
+        if not Path(mapping).is_file():
+            raise ConfigError(path, f"{key}.mapping", f"{mapping} is not a file")
+    columns = entry.get("columns", [])
+    columns = columns.split(",") if isinstance(columns, str) else columns
+    if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+        raise ConfigError(path, f"{key}.columns", "must be a list of field names (or one comma-separated string)")
+    return InputGroup(
+        paths=paths,
+        instance=_optional_string(path, f"{key}.instance", entry.get("instance")),
+        model_version=_optional_string(path, f"{key}.model_version", entry.get("model_version")),
+        tags=dict(tags),
+        tz=tz,
+        fields_map=dict(fields_map),
+        mapping=mapping,
+        columns=tuple(c.strip() for c in columns if c.strip()),
+    )
+
+
+def _string(path: Path, key: str, value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(path, key, f"must be a non-empty string, not {value!r}")
+    return value
+
+
+def _optional_string(path: Path, key: str, value: object) -> str | None:
+    return None if value is None else _string(path, key, value)
+
+
+def _int(path: Path, key: str, value: object, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(path, key, f"must be a whole number >= {minimum}, not {value!r}")
+    return value
+
+
+def _optional_int(path: Path, key: str, value: object, *, minimum: int) -> int | None:
+    return None if value is None else _int(path, key, value, minimum=minimum)
+
+
+def _confidence(path: Path, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ConfigError(path, "alert_confidence", f"must be a number from 0 to 1, not {value!r}")
+    return float(value)
+
+
+def _check_tz(path: Path, key: str, tz: str) -> None:
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(path, key, f"unknown time zone {tz!r}") from None

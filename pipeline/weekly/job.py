@@ -1,0 +1,153 @@
+"""One run of the weekly review job: ingest what is new, render the week's pages, the index, retention."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from .. import api
+from ..config import IngestOptions
+from ..fields import read_mapping_file, with_mapping
+from ..records import FAILED, INGESTED, SKIPPED
+from .config import WeeklyConfig, load_config
+from .index import headline_of, week_folders, write_index
+from .weeks import Week, last_complete_week, parse_week
+
+DONE, NEW_FINDING = 0, 3
+
+
+@dataclass
+class WeeklyRun:
+    """What one run did: the summary printed (or sent to a chat hook as JSON) and the exit code."""
+
+    week: Week
+    out_dir: Path
+    ingest: dict[str, int]
+    headline: dict[str, Any]
+    findings: int
+    new_findings: list[dict[str, Any]]
+    written: list[Path]
+    removed_weeks: list[str] = field(default_factory=list)
+    pruned: dict[str, int] | None = None
+    alert_confidence: float = 0.7
+
+    @property
+    def exit_code(self) -> int:
+        return NEW_FINDING if self.new_findings else DONE
+
+    @property
+    def has_data(self) -> bool:
+        return any(self.headline.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "week": self.week.name,
+            "timezone": self.week.timezone,
+            "since": self.week.since.isoformat(),
+            "until": self.week.until.isoformat(),
+            "has_data": self.has_data,
+            "ingest": self.ingest,
+            "headline": self.headline,
+            "findings": self.findings,
+            "alert_confidence": self.alert_confidence,
+            "new_findings": self.new_findings,
+            "written": [str(p) for p in self.written],
+            "index": str(self.out_dir / "index.html"),
+            "removed_weeks": self.removed_weeks,
+            "pruned": self.pruned,
+            "exit_code": self.exit_code,
+        }
+
+
+def run_weekly(config_path: str | Path, week: str | None = None) -> WeeklyRun:
+    """One run for `week` (`2026-W48`; default: the last complete ISO week in the config's time zone)."""
+    config = load_config(config_path)
+    chosen = parse_week(week, config.timezone) if week else last_complete_week(config.timezone)
+    ingested = _ingest(config)
+    out = config.output
+    folder = out / chosen.name
+    weekly = api.weekly_report(config.database, chosen.since, chosen.until)
+    written = weekly.write(folder / "weekly.html", folder / "weekly.json")
+    keep = set()
+    for event in api.important_ooms(
+        config.database, weekly.doc["findings"], chosen.since, chosen.until, config.incidents
+    ):
+        html, data = folder / f"incident-{event}.html", folder / f"incident-{event}.json"
+        written += api.incident_report(config.database, event_id=event).write(html, data)
+        keep |= {html.name, data.name}
+    for stale in folder.glob("incident-*"):  # an earlier run's choice that this one did not repeat
+        if stale.name not in keep:
+            stale.unlink()
+    removed = _retain(out, config.keep_weeks)
+    pruned = (
+        api.prune(config.database, chosen.until - timedelta(days=config.prune_before_days))
+        if config.prune_before_days
+        else None
+    )
+    written.append(write_index(out))
+    return WeeklyRun(
+        week=chosen,
+        out_dir=out,
+        ingest=ingested,
+        headline=headline_of(weekly.doc),
+        findings=len(weekly.doc["findings"]),
+        new_findings=new_findings(weekly.doc, _previous_doc(out, chosen), config.alert_confidence),
+        written=written,
+        removed_weeks=removed,
+        pruned=pruned,
+        alert_confidence=config.alert_confidence,
+    )
+
+
+def new_findings(doc: dict[str, Any], previous: dict[str, Any] | None, confidence: float) -> list[dict[str, Any]]:
+    """This week's findings at or above `confidence` whose kind and subject last week's JSON lacks (all of them
+    when there is no JSON of last week)."""
+    seen = {(f["kind"], f["subject"]) for f in (previous or {}).get("findings", [])}
+    return [
+        {"kind": f["kind"], "subject": f["subject"], "confidence": f["confidence"], "title": f.get("title")}
+        for f in doc["findings"]
+        if f["confidence"] >= confidence and (f["kind"], f["subject"]) not in seen
+    ]
+
+
+def _previous_doc(out: Path, week: Week) -> dict[str, Any] | None:
+    path = out / week.previous.name / "weekly.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _ingest(config: WeeklyConfig) -> dict[str, int]:
+    """Each input group through `api.ingest` with its labels; unchanged files are skipped as ever."""
+    counts = {INGESTED: 0, SKIPPED: 0, FAILED: 0, "other": 0}
+    for group in config.inputs:
+        files = group.files()
+        if not files:
+            continue
+        mapping = {**(read_mapping_file(group.mapping) if group.mapping else {}), **group.fields_map}
+        options = IngestOptions(
+            instance=group.instance,
+            model_version=group.model_version,
+            tags=group.tags,
+            tz=group.tz,
+            fields=with_mapping(mapping),
+            columns=group.columns,
+        )
+        for result in api.ingest(config.database, files, options).results:
+            counts[result.status if result.status in counts else "other"] += 1
+    return counts
+
+
+def _retain(out: Path, keep_weeks: int | None) -> list[str]:
+    """Delete all but the `keep_weeks` most recent week folders; the names removed."""
+    if not keep_weeks:
+        return []
+    old = week_folders(out)[:-keep_weeks]
+    for folder in old:
+        shutil.rmtree(folder)
+    return [f.name for f in old]
