@@ -82,7 +82,7 @@ def run_weekly(config_path: str | Path, week: str | None = None) -> WeeklyRun:
     for stale in folder.glob("incident-*"):  # an earlier run's choice that this one did not repeat
         if stale.name not in keep:
             stale.unlink()
-    removed = _retain(out, config.keep_weeks)
+    removed = _retain(out, config.keep_weeks, folder)
     pruned = (
         api.prune(config.database, chosen.until - timedelta(days=config.prune_before_days))
         if config.prune_before_days
@@ -143,11 +143,12 @@ def _ingest(config: WeeklyConfig) -> dict[str, int]:
     return counts
 
 
-def _retain(out: Path, keep_weeks: int | None) -> list[str]:
-    """Delete all but the `keep_weeks` most recent week folders; the names removed."""
+def _retain(out: Path, keep_weeks: int | None, written: Path) -> list[str]:
+    """Delete all but the `keep_weeks` most recent week folders, never the one this run has just written (a rerun
+    of an older week keeps its pages); the names removed."""
     if not keep_weeks:
         return []
-    old = week_folders(out)[:-keep_weeks]
+    old = [f for f in week_folders(out)[:-keep_weeks] if f != written]
     for folder in old:
         shutil.rmtree(folder)
     return [f.name for f in old]

@@ -122,6 +122,10 @@ def test_retention_keeps_the_most_recent_weeks(job: dict) -> None:
     out = job["root"] / "keep" / "out"
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == [SECOND]
     assert FIRST not in (out / "index.html").read_text(encoding="utf-8")
+    # a rerun of the older week keeps the pages it has just written (only the others beyond keep_weeks go)
+    assert run("weekly", "--config", config, "--week", FIRST).exit_code in (0, 3)
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == [FIRST, SECOND]
+    assert (out / FIRST / "weekly.html").is_file()
 
 
 def _counts(db: Path, cut: str, op: str) -> dict[str, int]:
