@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ..fields import FIELDS, Field, resolve_columns
 from ..load.sql import bind
 from ..parse.structured import Stage
+from .plausible import IMPLAUSIBLE_TIME
 
 _NUMERIC = (
     "TINYINT",
@@ -108,8 +109,7 @@ def _check_sql(field: Field, source: str, duck_type: str, converted: str) -> str
         return unreadable
     implausible = (
         f"CASE WHEN {converted} < TS_EARLIEST() OR {converted} > CAST(now() AS TIMESTAMP) + TS_AHEAD() "
-        f"THEN '{field.name}: ' || strftime({converted}, '%Y-%m-%d %H:%M:%S') || ' is before 2007 or more than a "
-        "year ahead: no GPU log was written then' END"
+        f"THEN '{field.name}: ' || strftime({converted}, '%Y-%m-%d %H:%M:%S') || ' {IMPLAUSIBLE_TIME}' END"
     )
     return implausible if unreadable == "NULL" else f"coalesce({unreadable}, {implausible})"
 

@@ -17,6 +17,8 @@ from ..records import Reject
 
 T = TypeVar("T")
 RAW_LIMIT = 2000
+# The reason's words, after the field and the time: the same whether SQL (request logs) or Python wrote it.
+IMPLAUSIBLE_TIME = "is before 2007 or more than a year ahead: no GPU log was written then"
 
 
 def implausible_time(ts: datetime | None, what: str = "ts") -> str | None:
@@ -29,7 +31,7 @@ def implausible_time(ts: datetime | None, what: str = "ts") -> str | None:
     if TS_EARLIEST <= naive <= latest:
         return None
     when = f"{naive.year:04d}-{naive:%m-%d %H:%M:%S}"
-    return f"{what}: {when} is before 2007 or more than a year ahead: no GPU log was written then"
+    return f"{what}: {when} {IMPLAUSIBLE_TIME}"
 
 
 def split_plausible(

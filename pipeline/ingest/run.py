@@ -76,7 +76,9 @@ def ingest_file(
             duplicate = load.source_with_hash(con, digest, algorithm)
             if duplicate and not _relabelled(con, duplicate, abspath, options, path):
                 if algorithm != HASH_ALGORITHM and duplicate == abspath:  # hashed by an earlier version
-                    load.upgrade_hash(con, abspath, hash_of(path, HASH_ALGORITHM))
+                    # the digest of this version: hashed beside the work already when facts are under way
+                    fresh = facts.result().content_hash if facts is not None else hash_of(path, HASH_ALGORITHM)
+                    load.upgrade_hash(con, abspath, fresh)
                 return SourceResult(path, SKIPPED, message=f"already ingested as {duplicate}")
         return _ingest_new(con, path, abspath, size, options, facts, position)
     except EmptyInputError as exc:

@@ -260,7 +260,7 @@ def _needs_sanitising(path: Path, max_line: int) -> bool:
         decoder.decode(b"", final=True)
     except UnicodeDecodeError:
         return True
-    return pending_cr or run > max_line
+    return pending_cr  # the last line is at most one chunk long
 
 
 def _bare_cr(chunk: bytes, pending_cr: bool) -> bool:
@@ -291,23 +291,8 @@ def _sanitise_lines(path: Path, work: Workspace, max_line: int) -> tuple[Path, l
     raw bytes would be)."""
     clean, rejects = work.file(path.name + ".utf8"), []
     with open_binary(path) as src, open(clean, "wb") as dst:
-        for number, (line, length) in enumerate(_bounded_lines(src, max_line), start=1):
-            if not line:
-                rejects.append(Reject(number, _too_long(length, max_line), ""))
-                dst.write(b"\n")
-                continue
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                rejects.append(
-                    Reject(
-                        number,
-                        f"not UTF-8 text ({exc.reason} at byte {exc.start})",
-                        line.decode("utf-8", errors="replace")[:2000],
-                    )
-                )
-                line = b"\n"
-            dst.write(_escape_line(line))
+        for _, text in _decoded_lines(src, max_line, rejects):
+            dst.write(_escape_line(text.encode("utf-8")))
     return clean, rejects
 
 
