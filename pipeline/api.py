@@ -321,3 +321,13 @@ def alert_rules(db_path: str | Path | None = None) -> AlertRules:
             tunings = device_tunings(con)
     document = rules_document(tunings)
     return AlertRules(to_yaml(document), document, tunings)
+
+
+def lake_export(db_path: str | Path, lake_dir: str | Path) -> dict[str, int]:
+    """Write the database's normalized tables under `lake_dir` as Hive-partitioned Parquet (docs/lake.md),
+    replacing an earlier export there; the rows written per table."""
+    from .load.connection import connect
+    from .load.lake import export_lake
+
+    with connect(db_path, read_only=True) as con:
+        return export_lake(con, Path(lake_dir))
