@@ -32,8 +32,12 @@ def measure(argv: list[str], env: dict[str, str] | None = None) -> Run:
     output = proc.stdout.read() if proc.stdout else ""
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(argv)} failed:\n{output}")
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        killed = " (killed by SIGKILL: the kernel's OOM killer?)" if code == -9 else ""
+        raise SystemExit(
+            f"{' '.join(argv)} failed with exit {code}{killed}, peak {usage.ru_maxrss / 1024**2:.2f} GB:\n{output}"
+        )
     return Run(seconds, usage.ru_maxrss / 1024, output)
 
 

@@ -39,18 +39,37 @@ def main() -> None:
     page = work / "weekly.html"
     found_ratios, report_ratios = [], []
     for run in range(1, args.runs + 1):
-        found = measure(oomlab_argv("findings", "--db", str(db), "--json", str(work / "findings.json")))
-        report = measure(oomlab_argv("report", "weekly", "--db", str(db), "-o", str(page)))
-        found_ratios.append(found.seconds / ingest.seconds)
-        report_ratios.append(report.seconds / ingest.seconds)
-        print(
-            f"run {run}: findings {found.seconds:.1f} s = {found_ratios[-1]:.3f}x ingest, peak "
-            f"{found.peak_mib / GB:.2f} GB; report weekly {report.seconds:.1f} s = {report_ratios[-1]:.3f}x ingest, "
-            f"peak {report.peak_mib / GB:.2f} GB, page {page.stat().st_size / 1e6:.2f} MB"
-        )
+        found = _measured(f"run {run}: findings", "findings", "--db", str(db), "--json", str(work / "findings.json"))
+        if found is not None:
+            found_ratios.append(found.seconds / ingest.seconds)
+            print(
+                f"run {run}: findings {found.seconds:.1f} s = {found_ratios[-1]:.3f}x ingest, "
+                f"peak {found.peak_mib / GB:.2f} GB"
+            )
+        report = _measured(f"run {run}: report weekly", "report", "weekly", "--db", str(db), "-o", str(page))
+        if report is not None:
+            report_ratios.append(report.seconds / ingest.seconds)
+            print(
+                f"run {run}: report weekly {report.seconds:.1f} s = {report_ratios[-1]:.3f}x ingest, "
+                f"peak {report.peak_mib / GB:.2f} GB, page {page.stat().st_size / 1e6:.2f} MB"
+            )
+    if not found_ratios or not report_ratios:
+        raise SystemExit("a command failed in every run: nothing to compare with the targets")
     print(f"ratio (findings / ingest), median: {statistics.median(found_ratios):.3f}  (target <= 0.5)")
     print(f"ratio (report weekly / ingest), median: {statistics.median(report_ratios):.3f}  (target <= 0.3)")
     print("peak RSS target < 8 GB; page target <= 5 MB")
+    if len(found_ratios) < args.runs or len(report_ratios) < args.runs:
+        raise SystemExit("some runs failed (above): the medians cover only the runs that finished")
+
+
+def _measured(label: str, *args: str):
+    """One timed `oomlab ARGS`, or None after printing why it failed (a kill by the kernel's OOM killer
+    shows as exit -9): the other measurements still print."""
+    try:
+        return measure(oomlab_argv(*args))
+    except SystemExit as failure:
+        print(f"{label} FAILED: {str(failure).strip().splitlines()[0]}")
+        return None
 
 
 if __name__ == "__main__":
