@@ -107,16 +107,12 @@ def _update_schema(db_path: str) -> None:
 def _open(db_path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with the session settings every stage expects."""
     try:
-        con = duckdb.connect(db_path, read_only=read_only, config={"memory_limit": memory_limit()})
+        con = duckdb.connect(db_path, read_only=read_only)
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():
             raise DatabaseBusyError(db_path) from exc
         raise DatabaseError(f"cannot open database {db_path}: {exc}") from exc
-    except (duckdb.InvalidInputException, duckdb.ParserException) as exc:  # a memory limit DuckDB does not read
-        raise DatabaseError(
-            f"cannot open database {db_path}: {MEMORY_LIMIT_ENV}={os.environ.get(MEMORY_LIMIT_ENV)!r}: {exc}",
-            hint="give a DuckDB size such as 8GB or 50%",
-        ) from exc
+    _limit_memory(con, db_path)
     con.execute(_SESSION)
     return con
 
@@ -138,6 +134,20 @@ def memory_limit() -> str:
     except (ValueError, OSError, AttributeError):
         return "80%"  # DuckDB's own default where the machine's memory cannot be read
     return f"{max(total // 4, 1 << 30)}B"
+
+
+def _limit_memory(con: duckdb.DuckDBPyConnection, db_path: str) -> None:
+    """SET, not a connect-time config: DuckDB refuses a second in-process connection to a file whose first one
+    was opened with another configuration (a caller's own duckdb.connect beside oomlab's)."""
+    limit = memory_limit().replace("'", "''")
+    try:
+        con.execute(f"SET memory_limit = '{limit}'")
+    except (duckdb.InvalidInputException, duckdb.ParserException) as exc:  # a size DuckDB does not read
+        con.close()
+        raise DatabaseError(
+            f"cannot open database {db_path}: {MEMORY_LIMIT_ENV}={os.environ.get(MEMORY_LIMIT_ENV)!r}: {exc}",
+            hint="give a DuckDB size such as 8GB or 50%",
+        ) from exc
 
 
 # One statement list, one round trip. Progress is tracked for query_progress() (the CLI's bar) but DuckDB never
