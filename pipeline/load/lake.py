@@ -64,24 +64,25 @@ def _remove_stale_staging(lake: Path) -> None:
 
 def _write_table(con: duckdb.DuckDBPyConnection, table: str, time_column: str | None, folder: Path) -> int:
     """One table as Parquet under `folder`: `date=YYYY-MM-DD/data_N.parquet` when it has a time column,
-    `data_0.parquet` otherwise. A table without rows still gets one file, so readers learn its schema."""
+    `data_0.parquet` otherwise; the rows written. A table without rows still gets one file, so readers learn
+    its schema. `table` and `time_column` come from LAKE_TABLES, never from input."""
     folder.mkdir()
-    rows = int(
-        con.execute(f'SELECT count(*) FROM "{table}"').fetchall()[0][0]
-    )  # table names are LAKE_TABLES keys, not input
-    if time_column is None or rows == 0:
-        _copy(con, f'SELECT * FROM "{table}"', folder / "data_0.parquet", "")
-    else:
+    if time_column is not None:
         select = f'SELECT *, CAST("{time_column}" AS DATE) AS {PARTITION_COLUMN} FROM "{table}"'
-        _copy(con, select, folder, f", PARTITION_BY ({PARTITION_COLUMN})")
-    return rows
+        rows = _copy(con, select, folder, f", PARTITION_BY ({PARTITION_COLUMN})")
+        if rows:
+            return rows
+    return _copy(con, f'SELECT * FROM "{table}"', folder / "data_0.parquet", "")
 
 
-def _copy(con: duckdb.DuckDBPyConnection, select: str, target: Path, options: str) -> None:
-    """DuckDB's COPY TO (parallel, streaming). The statement is built here, not kept in sql/, because COPY
-    takes no bound parameter for its path: the path is written as an SQL string literal, quotes doubled."""
+def _copy(con: duckdb.DuckDBPyConnection, select: str, target: Path, options: str) -> int:
+    """DuckDB's COPY TO (parallel, streaming); the rows it wrote. The statement is built here, not kept in
+    sql/, because COPY takes no bound parameter for its path: the path is written as an SQL string literal,
+    quotes doubled."""
     literal = "'" + str(target).replace("'", "''") + "'"
-    con.execute(f"COPY ({select}) TO {literal} (FORMAT parquet, COMPRESSION zstd{options})")
+    return int(
+        con.execute(f"COPY ({select}) TO {literal} (FORMAT parquet, COMPRESSION zstd{options})").fetchall()[0][0]
+    )
 
 
 def _move_into_place(staging: Path, lake: Path) -> None:

@@ -32,6 +32,7 @@ SELECT CAST(date AS VARCHAR) AS day, coalesce(model_version, '') AS model_versio
        max(input_sequence_length) AS longest_prompt, min(ts) AS first_ts
 FROM requests GROUP BY 1, 2
 """
+DAILY_COLUMNS = ["day", "model_version", "requests", "ooms", "batch_sum", "longest_prompt", "first_ts"]
 
 
 @pytest.fixture(scope="module")
@@ -72,13 +73,11 @@ def test_spark_finds_the_date_partitions_and_utc_times(spark, lake: Path, fleet_
     with duckdb.connect(str(fleet_db), read_only=True) as con:
         con.execute("SET TimeZone = 'UTC'")
         rows = con.execute(DAILY.replace("CAST(date AS VARCHAR)", "CAST(CAST(ts AS DATE) AS VARCHAR)")).fetchall()
-    columns = ["day", "model_version", "requests", "ooms", "batch_sum", "longest_prompt", "first_ts"]
-    from_duckdb = pl.DataFrame(rows, schema=columns, orient="row").sort("day", "model_version")
+    from_duckdb = pl.DataFrame(rows, schema=DAILY_COLUMNS, orient="row").sort("day", "model_version")
     assert from_duckdb.height > 20  # weeks of days times model versions
     assert_frame_equal(from_spark.sort("day", "model_version"), from_duckdb, check_dtypes=False)
 
 
 def _rows(collected: list) -> pl.DataFrame:
     """Spark rows as a polars frame (no pandas needed)."""
-    columns = ["day", "model_version", "requests", "ooms", "batch_sum", "longest_prompt", "first_ts"]
-    return pl.DataFrame([tuple(row) for row in collected], schema=columns, orient="row")
+    return pl.DataFrame([tuple(row) for row in collected], schema=DAILY_COLUMNS, orient="row")
