@@ -44,6 +44,22 @@ def ingest(
         return ingest_files(con, files, options, progress, ahead)
 
 
+def ingest_lake(
+    lake_dir: str | Path, paths: list[str], options: IngestOptions, progress: Progress | None = None
+) -> IngestReport:
+    """Ingest files and directories into the Parquet lake at `lake_dir` (docs/lake.md) with a database's
+    idempotency: an unchanged file is skipped, a changed one replaces its own files and nothing else."""
+    from .ingest.ahead import start_first
+    from .ingest.paths import expand_paths
+
+    files = expand_paths(paths)
+    ahead = start_first(files, options.fields)
+
+    from .ingest.lake import ingest_into_lake
+
+    return ingest_into_lake(Path(lake_dir), files, options, progress, ahead)
+
+
 def __getattr__(name: str) -> object:
     """`api.IngestOptions` and `api.IngestReport`, loaded when first asked for (no command but ingest needs them)."""
     if name == "IngestOptions":

@@ -8,6 +8,7 @@ import sys
 from datetime import datetime
 
 import click
+from click.core import ParameterSource
 
 from .. import __version__
 from ..errors import OomlabError
@@ -69,6 +70,13 @@ def _parse_tags(pairs: tuple[str, ...]) -> dict[str, str]:
     metavar="F1,F2,...",
     help="The field names of nvidia-smi CSVs written with `noheader`, as queried (memory.total,memory.used,...).",
 )
+@click.option(
+    "--lake",
+    "lake_dir",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Write a Hive-partitioned Parquet lake under DIR instead of a database (docs/lake.md).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def ingest(
     paths: tuple[str, ...],
@@ -81,9 +89,14 @@ def ingest(
     tz: str | None,
     at: str | None,
     columns: str | None,
+    lake_dir: str | None,
     quiet: bool,
 ) -> None:
-    """Ingest request logs, text logs with OOM messages and snapshots into the database."""
+    """Ingest request logs, text logs with OOM messages and snapshots into the database (or, with --lake, a
+    Parquet lake)."""
+    ctx = click.get_current_context()
+    if lake_dir is not None and ctx.get_parameter_source("db_path") is ParameterSource.COMMANDLINE:
+        raise click.UsageError("--db and --lake name two destinations: give one")
     from ..config import IngestOptions
     from ..fields import parse_map_options, read_mapping_file, with_mapping
 
@@ -102,9 +115,12 @@ def ingest(
     from .render import print_ingest_report, progress_bar
 
     with progress_bar(quiet) as progress:
-        report = api.ingest(db_path, list(paths), options, progress)
+        if lake_dir is None:
+            report = api.ingest(db_path, list(paths), options, progress)
+        else:
+            report = api.ingest_lake(lake_dir, list(paths), options, progress)
     print_ingest_report(report)
-    click.get_current_context().exit(1 if report.failed else 0)
+    ctx.exit(1 if report.failed else 0)
 
 
 def _parse_at(at: str | None, tz: str | None) -> datetime | None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -111,13 +112,17 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
         con.unregister("new_rows")
 
 
-def refresh_rule_occurrences(con: duckdb.DuckDBPyConnection) -> None:
-    """Rebuild the runs of every recurring job over the time the data covers (a day of margin each side)."""
+def refresh_rule_occurrences(
+    con: duckdb.DuckDBPyConnection, also: tuple[datetime | None, datetime | None] = (None, None)
+) -> None:
+    """Rebuild the runs of every recurring job over the time the data covers (a day of margin each side), and
+    over `also` (the time of data kept elsewhere: the rest of a lake)."""
     con.execute("BEGIN TRANSACTION")
     try:
         con.execute("DELETE FROM job_occurrences WHERE origin = 'cron'")
         low, high = con.execute(sql_text("select_data_range")).fetchall()[0]
-        if low is not None:
+        low, high = _widest(low, also[0], min), _widest(high, also[1], max)
+        if low is not None and high is not None:
             since, until = low - timedelta(days=1), high + timedelta(days=1)
             for source_id, rules in _rules_by_source(con).items():
                 windows = [w for rule in rules for w in expand(rule, since, until)]
@@ -126,6 +131,10 @@ def refresh_rule_occurrences(con: duckdb.DuckDBPyConnection) -> None:
     except BaseException:
         con.execute("ROLLBACK")
         raise
+
+
+def _widest(a: datetime | None, b: datetime | None, pick: Callable[..., datetime]) -> datetime | None:
+    return pick(a, b) if a is not None and b is not None else a if b is None else b
 
 
 def _rules_by_source(con: duckdb.DuckDBPyConnection) -> dict[int, list[JobRule]]:

@@ -1,21 +1,27 @@
-"""`oomlab lake export`: a database's normalized tables as a Hive-partitioned Parquet lake (docs/lake.md).
+"""The Parquet lake (docs/lake.md): the normalized tables as Hive-partitioned Parquet, one folder of files per
+source, so that a source can be added, replaced or removed without touching another's files.
 
-Every table is written to a staging folder inside the lake first and moved into place only when all of them
-are written, so an interrupted export leaves the previous lake as it was (and a staging folder that the next
-export removes), never a table half written.
+Layout: `<table>/date=YYYY-MM-DD/source_id=N/data_0.parquet` for a table with a time column,
+`<table>/source_id=N/data_0.parquet` for one without (a snapshot's tables go under their snapshot's source), and
+the manifest `sources/data_0.parquet`: one row per ingested file with its content hash. The manifest is the
+commit point: a source's files count only when the manifest names it, and `recover` deletes what an interrupted
+write left outside it. The runs of recurring jobs (`job_occurrences` with origin 'cron') depend on the time the
+whole lake covers, not on one file, so they are kept apart as `cron_0.parquet` files and rebuilt on every write.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 
 import duckdb
 
 # The tables of the lake and the time column each is partitioned by (`date=YYYY-MM-DD`, UTC), or None for a
-# table written as one folder of files: the small ones (sources, calendars) and the snapshot tables, whose
-# rows carry no time of their own or belong to one snapshot (a snapshot's events stay together).
+# table partitioned by source only: rejects and calendars (small), and the snapshot tables, whose rows carry no
+# time of their own or belong to one snapshot (a snapshot's events stay together).
 LAKE_TABLES: dict[str, str | None] = {
     "sources": None,
     "requests": "ts",
@@ -36,60 +42,220 @@ LAKE_TABLES: dict[str, str | None] = {
     "frames": None,
     "snapshot_ooms": None,
 }
+# Tables whose rows name a snapshot, not a source: written under the source of their snapshot.
+SNAPSHOT_TABLES = frozenset({"segments", "blocks", "trace_events", "stacks", "frames", "snapshot_ooms"})
+MANIFEST = "sources"
 PARTITION_COLUMN = "date"
+SOURCE_PARTITION = "source_id"
 STAGING_PREFIX = ".staging-"
+DATA_FILE = "data_0.parquet"
+CRON_PATTERN = "cron_{i}"
+SOURCE_IDS_TABLE = "lake_write_ids"
 
 
 def export_lake(con: duckdb.DuckDBPyConnection, lake: Path) -> dict[str, int]:
-    """Write every lake table of the database behind `con` under `lake`, replacing what an earlier export
-    wrote there; the rows written per table."""
-    lake.mkdir(parents=True, exist_ok=True)
-    _remove_stale_staging(lake)
-    staging = lake / f"{STAGING_PREFIX}{uuid.uuid4().hex}"
-    staging.mkdir()
+    """Write every lake table of the database behind `con` under `lake`, replacing what an earlier export or
+    ingest wrote there; the rows written per table. Everything is staged first and each table's folder is
+    swapped in only when all are written, so an interrupted export leaves the previous lake whole."""
+    prepare(lake)
+    staging = new_staging(lake)
     try:
-        rows = {table: _write_table(con, table, column, staging / table) for table, column in LAKE_TABLES.items()}
-        _move_into_place(staging, lake)
+        all_ids = [r[0] for r in con.execute("SELECT source_id FROM sources ORDER BY 1").fetchall()]
+        rows = write_source_rows(con, staging, all_ids)
+        rows["job_occurrences"] += write_cron_occurrences(con, staging)
+        rows[MANIFEST] = write_manifest(con, staging)
+        for table in LAKE_TABLES:
+            (staging / table).mkdir(exist_ok=True)
+            settle_placeholder(con, staging / table, table)
+        _swap_table_folders(staging, lake)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return rows
 
 
-def _remove_stale_staging(lake: Path) -> None:
-    """Staging folders an interrupted export left behind: never read (the name starts with a dot, which
-    Spark, Hive and DuckDB's globs skip), removed before the next export."""
+def prepare(lake: Path) -> None:
+    """Make the lake folder, drop the staging folders an interrupted write left and every source folder the
+    manifest does not name (files moved into place by a write that did not reach its manifest)."""
+    lake.mkdir(parents=True, exist_ok=True)
     for stale in lake.glob(f"{STAGING_PREFIX}*"):
         shutil.rmtree(stale, ignore_errors=True)
+    known = set(manifest_ids(lake))
+    for folder in source_folders(lake):
+        if _source_of(folder) not in known:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
-def _write_table(con: duckdb.DuckDBPyConnection, table: str, time_column: str | None, folder: Path) -> int:
-    """One table as Parquet under `folder`: `date=YYYY-MM-DD/data_N.parquet` when it has a time column,
-    `data_0.parquet` otherwise; the rows written. A table without rows still gets one file, so readers learn
-    its schema. `table` and `time_column` come from LAKE_TABLES, never from input."""
-    folder.mkdir()
-    if time_column is not None:
-        select = f'SELECT *, CAST("{time_column}" AS DATE) AS {PARTITION_COLUMN} FROM "{table}"'
-        rows = _copy(con, select, folder, f", PARTITION_BY ({PARTITION_COLUMN})")
-        if rows:
-            return rows
-    return _copy(con, f'SELECT * FROM "{table}"', folder / "data_0.parquet", "")
+def new_staging(lake: Path) -> Path:
+    """A fresh staging folder inside the lake (the same file system, so moving out of it is a rename). Its name
+    starts with a dot, which Spark, Hive and DuckDB's globs skip."""
+    staging = lake / f"{STAGING_PREFIX}{uuid.uuid4().hex}"
+    staging.mkdir()
+    return staging
+
+
+def manifest_path(lake: Path) -> Path:
+    return lake / MANIFEST / DATA_FILE
+
+
+def manifest_ids(lake: Path) -> list[int]:
+    """The source ids the lake's manifest names (none for a lake without one)."""
+    path = manifest_path(lake)
+    if not path.exists():
+        return []
+    return [r[0] for r in duckdb.sql(f"SELECT source_id FROM read_parquet({_literal(path)})").fetchall()]
+
+
+def source_folders(lake: Path) -> list[Path]:
+    """Every `source_id=N` folder of every table."""
+    found = []
+    for table in LAKE_TABLES:
+        if table != MANIFEST and (lake / table).is_dir():
+            found += [p for p in (lake / table).glob(f"**/{SOURCE_PARTITION}=*") if p.is_dir()]
+    return found
+
+
+def _source_of(folder: Path) -> int | None:
+    value = folder.name.partition("=")[2]
+    return int(value) if value.isdigit() else None
+
+
+def write_source_rows(con: duckdb.DuckDBPyConnection, staging: Path, source_ids: Iterable[int]) -> dict[str, int]:
+    """The rows of `source_ids` in every table but the manifest, as Parquet under `staging/<table>/`; the rows
+    written per table. The runs of recurring jobs are left out (write_cron_occurrences)."""
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {SOURCE_IDS_TABLE} AS SELECT unnest($ids::INTEGER[]) AS source_id",
+        {"ids": list(source_ids)},
+    )
+    try:
+        return {
+            table: _copy_partitioned(con, _source_select(table), staging / table, LAKE_TABLES[table], "data_{i}")
+            for table in LAKE_TABLES
+            if table != MANIFEST
+        }
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {SOURCE_IDS_TABLE}")
+
+
+def _source_select(table: str) -> str:
+    """The rows of the sources in SOURCE_IDS_TABLE. `table` comes from LAKE_TABLES, never from input."""
+    wanted = f"IN (SELECT source_id FROM {SOURCE_IDS_TABLE})"
+    if table in SNAPSHOT_TABLES:
+        return (
+            f'SELECT t.*, s.source_id FROM "{table}" t JOIN snapshots s USING (snapshot_id) WHERE s.source_id {wanted}'
+        )
+    cron = " AND origin <> 'cron'" if table == "job_occurrences" else ""
+    return f'SELECT * FROM "{table}" WHERE source_id {wanted}{cron}'
+
+
+def write_cron_occurrences(con: duckdb.DuckDBPyConnection, staging: Path) -> int:
+    """The runs of recurring jobs (rebuilt over the whole lake's time by every write) as `cron_N.parquet` files
+    beside their calendar's own rows; the rows written."""
+    select = "SELECT * FROM job_occurrences WHERE origin = 'cron'"
+    return _copy_partitioned(con, select, staging / "job_occurrences", "start_ts", CRON_PATTERN)
+
+
+def write_manifest(con: duckdb.DuckDBPyConnection, staging: Path) -> int:
+    """The `sources` table as the manifest `staging/sources/data_0.parquet`; its rows."""
+    (staging / MANIFEST).mkdir(exist_ok=True)
+    return _copy(con, "SELECT * FROM sources ORDER BY source_id", staging / MANIFEST / DATA_FILE, "")
+
+
+def _copy_partitioned(
+    con: duckdb.DuckDBPyConnection, select: str, folder: Path, time_column: str | None, pattern: str
+) -> int:
+    by_time = time_column is not None
+    dated = f'SELECT *, CAST("{time_column}" AS DATE) AS {PARTITION_COLUMN} FROM ({select})' if by_time else select
+    partitions = f"{PARTITION_COLUMN}, {SOURCE_PARTITION}" if by_time else SOURCE_PARTITION
+    options = f", PARTITION_BY ({partitions}), FILENAME_PATTERN '{pattern}', OVERWRITE_OR_IGNORE"
+    return _copy(con, dated, folder, options)
+
+
+def settle_placeholder(con: duckdb.DuckDBPyConnection, folder: Path, table: str) -> None:
+    """A table without any rows is one `data_0.parquet` without rows, so every reader learns its columns; it
+    goes as soon as the table has partitions (a reader would take it for a second layout)."""
+    placeholder = folder / DATA_FILE
+    if table == MANIFEST:
+        return
+    has_rows = any(p.is_dir() for p in folder.iterdir()) if folder.is_dir() else False
+    if has_rows:
+        placeholder.unlink(missing_ok=True)
+    elif not placeholder.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        _copy(con, f'SELECT * FROM "{table}" LIMIT 0', placeholder, "")
 
 
 def _copy(con: duckdb.DuckDBPyConnection, select: str, target: Path, options: str) -> int:
     """DuckDB's COPY TO (parallel, streaming); the rows it wrote. The statement is built here, not kept in
     sql/, because COPY takes no bound parameter for its path: the path is written as an SQL string literal,
     quotes doubled."""
-    literal = "'" + str(target).replace("'", "''") + "'"
     return int(
-        con.execute(f"COPY ({select}) TO {literal} (FORMAT parquet, COMPRESSION zstd{options})").fetchall()[0][0]
+        con.execute(f"COPY ({select}) TO {_literal(target)} (FORMAT parquet, COMPRESSION zstd{options})").fetchall()[0][
+            0
+        ]
     )
 
 
-def _move_into_place(staging: Path, lake: Path) -> None:
+def _literal(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def _swap_table_folders(staging: Path, lake: Path) -> None:
     """Each table folder of `staging` replaces its namesake in `lake` (old one renamed aside, then removed)."""
-    for folder in sorted(staging.iterdir()):
+    for folder in sorted(p for p in staging.iterdir() if p.name in LAKE_TABLES):
         target = lake / folder.name
         if target.exists():
-            aside = staging / f".old-{folder.name}"
-            target.rename(aside)
+            target.rename(staging / f".old-{folder.name}")
         folder.rename(target)
+
+
+def merge_into_lake(con: duckdb.DuckDBPyConnection, staging: Path, lake: Path, removed_ids: Iterable[int]) -> None:
+    """Commit a staged write of some sources (ingest --lake): their folders move into place, then the manifest
+    is replaced (the commit point), then the folders of `removed_ids` (replaced or gone sources) and the old
+    runs of recurring jobs are deleted and the new ones moved in."""
+    for folder in sorted(p for p in staging.glob(f"*/**/{SOURCE_PARTITION}=*") if p.is_dir()):
+        _move_data_files(folder, lake / folder.relative_to(staging))
+    publish_manifest(staging, lake)
+    gone = set(removed_ids)
+    for folder in source_folders(lake):
+        if _source_of(folder) in gone:
+            shutil.rmtree(folder, ignore_errors=True)
+    _replace_cron_files(staging, lake)
+    for table in LAKE_TABLES:
+        _remove_empty_folders(lake / table)
+        settle_placeholder(con, lake / table, table)
+
+
+def publish_manifest(staging: Path, lake: Path) -> None:
+    """The staged manifest replaces the lake's in one rename: the moment a write takes effect."""
+    manifest = manifest_path(lake)
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(staging / MANIFEST / DATA_FILE, manifest)
+
+
+def _move_data_files(folder: Path, target: Path) -> None:
+    """The source's own files (the runs of recurring jobs move apart: _replace_cron_files) into `target`, which
+    holds none of them yet: a write gives every source it writes a new id."""
+    files = [f for f in folder.iterdir() if not f.name.startswith("cron_")]
+    if files:
+        target.mkdir(parents=True, exist_ok=True)
+    for file in files:
+        file.rename(target / file.name)
+
+
+def _replace_cron_files(staging: Path, lake: Path) -> None:
+    for old in (lake / "job_occurrences").glob("**/cron_*.parquet") if (lake / "job_occurrences").is_dir() else []:
+        old.unlink()
+    staged = staging / "job_occurrences"
+    for new in staged.glob("**/cron_*.parquet") if staged.is_dir() else []:
+        target = lake / "job_occurrences" / new.relative_to(staged)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        new.rename(target)
+
+
+def _remove_empty_folders(folder: Path) -> None:
+    """Partition folders left without files once a source's were removed."""
+    if not folder.is_dir():
+        return
+    for sub in sorted((p for p in folder.glob("**/*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        if not any(sub.iterdir()):
+            sub.rmdir()

@@ -99,14 +99,14 @@ def test_an_interrupted_export_leaves_the_previous_lake_whole(
 ) -> None:
     lake = tmp_path / "lake"
     api.lake_export(snapshot_db, lake)
-    real_write = lake_module._write_table
+    real_write = lake_module._copy_partitioned
 
-    def fail_on_frames(con, table, column, folder):
-        if table == "frames":
+    def fail_on_frames(con, select, folder, time_column, pattern):
+        if folder.name == "frames":
             raise KeyboardInterrupt
-        return real_write(con, table, column, folder)
+        return real_write(con, select, folder, time_column, pattern)
 
-    monkeypatch.setattr(lake_module, "_write_table", fail_on_frames)
+    monkeypatch.setattr(lake_module, "_copy_partitioned", fail_on_frames)
     with pytest.raises(KeyboardInterrupt):
         api.lake_export(fleet_db, lake)
     assert _lake_rows(lake, "requests") == 0  # still the snapshot database's lake

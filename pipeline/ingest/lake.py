@@ -1,0 +1,91 @@
+"""`oomlab ingest PATHS --lake DIR`: files straight into the Parquet lake (load/lake.py, docs/lake.md).
+
+The files are ingested into a working DuckDB file inside the lake's staging folder, by the same per-file loop
+as a database (ingest/run.py), after it has been given what that loop consults of the rest of the lake: the
+manifest (so an unchanged file is skipped, a changed one replaced, a copy of another noted), the highest ids
+(so new ones are unique across the lake), the recurring jobs and one sample per GPU. Only the rows of the
+sources this run wrote go back to the lake, each source in folders of its own; the manifest moves last.
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+
+from ..config import IngestOptions
+from ..load import lake as layout
+from ..load.connection import connect
+from ..load.sql import bind, run_file, sql_text
+from ..records import IngestReport
+from .ahead import Ahead
+from .calendar import refresh_rule_occurrences
+from .paths import InputFile
+from .progress import Progress
+from .run import ingest_files
+
+WORK_DB = "work.duckdb"
+
+
+def ingest_into_lake(
+    lake: Path,
+    files: list[InputFile],
+    options: IngestOptions,
+    progress: Progress | None = None,
+    ahead: Ahead | None = None,
+) -> IngestReport:
+    """Ingest `files` into the lake at `lake`; the same report as a database ingest."""
+    layout.prepare(lake)
+    staging = layout.new_staging(lake)
+    try:
+        with connect(staging / WORK_DB) as con:
+            known = _seed(con, lake)
+            report = ingest_files(con, files, options, progress, ahead)
+            refresh_rule_occurrences(con, _lake_time(con, lake))
+            current = {r[0] for r in con.execute("SELECT source_id FROM sources").fetchall()}
+            out = staging / "out"
+            out.mkdir()
+            layout.write_source_rows(con, out, sorted(current - known))
+            layout.write_cron_occurrences(con, out)
+            layout.write_manifest(con, out)
+            layout.merge_into_lake(con, out, lake, known - current)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return report
+
+
+def _glob(lake: Path, table: str) -> str:
+    return str(lake / table / "**" / "*.parquet")
+
+
+def _seed(con: duckdb.DuckDBPyConnection, lake: Path) -> set[int]:
+    """Give the working database what the per-file loop consults of the lake; the source ids it already holds."""
+    manifest = layout.manifest_path(lake)
+    if not manifest.exists():
+        return set()
+    globs = {table: _glob(lake, table) for table in layout.LAKE_TABLES}
+    run_file(con, "lake_seed_sources", {"manifest": str(manifest)})
+    max_ids = _row(
+        con, "lake_max_ids", {"manifest": str(manifest), "snapshots": globs["snapshots"], "events": globs["oom_events"]}
+    )
+    run_file(con, "lake_advance_ids", dict(zip(("sources", "snapshots", "events"), max_ids, strict=True)))
+    for table in ("calendar_rules", "gpu_samples", "gpu_process_samples"):
+        run_file(con, f"lake_seed_{table}", {"glob": globs[table]})
+    return {r[0] for r in con.execute("SELECT source_id FROM sources").fetchall()}
+
+
+def _row(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, object]) -> tuple[object, ...]:
+    text = sql_text(name)
+    return con.execute(text, bind(text, params)).fetchall()[0]
+
+
+def _lake_time(con: duckdb.DuckDBPyConnection, lake: Path) -> tuple[datetime | None, datetime | None]:
+    """The time the lake's requests and OOM events cover (none for a new lake)."""
+    if not layout.manifest_path(lake).exists():
+        return None, None
+    low, high = _row(
+        con, "select_lake_data_range", {"requests": _glob(lake, "requests"), "ooms": _glob(lake, "oom_events")}
+    )
+    return low, high  # type: ignore[return-value]
