@@ -347,3 +347,18 @@ def lake_export(db_path: str | Path, lake_dir: str | Path) -> dict[str, int]:
 
     with connect(db_path, read_only=True) as con:
         return export_lake(con, Path(lake_dir))
+
+
+def aggregate(
+    lake_dir: str | Path, out_dir: str | Path, engine: str = "duckdb", master: str | None = None
+) -> dict[str, int]:
+    """Compute the aggregate tier (sql/aggregates/) from the lake at `lake_dir` on `engine` ('duckdb', or 'spark'
+    with `master`, default local[2]) into `out_dir`, with copies of the lake's other tables; the rows per table."""
+    from .load.aggregate import aggregate_lake
+    from .load.engines import open_engine
+
+    runner = open_engine(engine, master)
+    try:
+        return aggregate_lake(Path(lake_dir), Path(out_dir), runner)
+    finally:
+        runner.close()

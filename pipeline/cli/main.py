@@ -236,12 +236,13 @@ def snapshot_diff(before: str, after: str, as_json: bool, top: int) -> None:
 
 def _register_commands() -> None:
     """Commands that live in modules of their own (cli_*.py), so each stays small."""
+    from .aggregate import aggregate
     from .estimate import alerts, estimate
     from .lake import lake
     from .report import demo, report
     from .weekly import prune, weekly
 
-    for command in (report, demo, estimate, alerts, weekly, prune, lake):
+    for command in (report, demo, estimate, alerts, weekly, prune, lake, aggregate):
         cli.add_command(command)
 
 

@@ -104,6 +104,12 @@ def _update_schema(db_path: str) -> None:
         con.close()
 
 
+def bare_session() -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with oomlab's session settings and memory cap but no schema: where oomlab's SQL runs over
+    files rather than tables (the aggregate tier over a lake, load/engines.py)."""
+    return _open(":memory:", read_only=False)
+
+
 def _open(db_path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with the session settings every stage expects."""
     try:

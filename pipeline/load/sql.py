@@ -13,7 +13,7 @@ from ..assets import asset_dir
 from ..errors import DatabaseError
 
 # Creation order: every table, macro and view after the objects its SQL names (see `creation_order`).
-_FOLDERS = ("tables", "macros", "views")
+_FOLDERS = ("tables", "macros", "aggregates", "views")
 _VIEW_LAYERS = ("stg_", "fct_", "rpt_")
 # Patterns of `creation_order`, compiled there (once per process, and only by one that creates the schema).
 _COMMENT = r"--[^\n]*|/\*.*?\*/"
@@ -80,7 +80,7 @@ def creation_order() -> tuple[str, ...]:
     tables, macros and views layer by layer where nothing says otherwise. One pass in this order creates
     them all (DuckDB binds a view or a scalar macro when it is created, so what it calls must exist)."""
     comment, creates, word = re.compile(_COMMENT, re.DOTALL), re.compile(_CREATES, re.IGNORECASE), re.compile(_WORD)
-    names = names_in("tables") + names_in("macros") + _view_order(names_in("views"))
+    names = names_in("tables") + names_in("macros") + names_in("aggregates") + _view_order(names_in("views"))
     code = {name: comment.sub(" ", sql_text(name)) for name in names}
     file_of = {name: name for name in names}
     file_of |= {obj.lower(): name for name in names for obj in creates.findall(code[name])}

@@ -5,11 +5,11 @@
 CREATE OR REPLACE MACRO oomlab_oom_periods(width, origin, since, until) AS TABLE
 SELECT time_bucket(width, ts, origin) AS period_start,
        time_bucket(width, ts, origin) + width AS period_end,
-       count(*) FILTER (WHERE kind = 'request') AS requests,
+       coalesce(sum(requests), 0)::BIGINT AS requests,
        count(*) FILTER (WHERE kind = 'oom') AS ooms,
        count(*) FILTER (WHERE kind = 'oom' AND has_request_log) AS ooms_with_traffic,
        1000.0 * count(*) FILTER (WHERE kind = 'oom' AND has_request_log)
-           / nullif(count(*) FILTER (WHERE kind = 'request'), 0) AS oom_rate_per_1k,
+           / nullif(sum(requests), 0) AS oom_rate_per_1k,
        count(DISTINCT instance) FILTER (WHERE kind = 'oom') AS instances_affected,
        coalesce(sum(coalesce(batch_size, 1)) FILTER (WHERE kind = 'oom'), 0)::BIGINT AS requests_lost
 FROM fct_traffic_events

@@ -2,7 +2,7 @@
 -- snapshot. Scheduled jobs' host selectors are matched against these (fct_job_hosts), so a selector that
 -- matches none of them names no host we have data from.
 CREATE OR REPLACE VIEW fct_instances AS
-SELECT instance FROM stg_requests WHERE instance IS NOT NULL
+SELECT instance FROM agg_request_devices WHERE instance IS NOT NULL
 UNION
 SELECT instance FROM stg_oom_events WHERE instance IS NOT NULL
 UNION

@@ -40,7 +40,7 @@ SELECT
     r.allocated_before,
     r.line IS NOT NULL AS has_request_row
 FROM stg_oom_events AS o
-LEFT JOIN stg_requests AS r
+LEFT JOIN agg_oom_requests AS r
     ON o.origin = 'structured' AND r.source_id = o.source_id AND r.line = o.line
 LEFT JOIN fct_oom_instance_limits AS l
     ON l.instance = o.instance AND l.gpu_index = coalesce(o.gpu_index, 0);

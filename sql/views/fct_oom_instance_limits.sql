@@ -3,17 +3,9 @@
 -- also the typical large request: the 95th percentile of peak_allocated - allocated_before.
 CREATE OR REPLACE VIEW fct_oom_instance_limits AS
 WITH served AS (
-    SELECT
-        instance,
-        gpu_index,
-        max(device_total) AS device_total,
-        max(peak_allocated) FILTER (WHERE NOT is_oom) AS max_ok_peak_bytes,
-        count(*) FILTER (WHERE NOT is_oom) AS ok_requests,
-        approx_quantile(peak_allocated - allocated_before, LARGE_REQUEST_QUANTILE())
-            FILTER (WHERE NOT is_oom) AS p95_request_bytes
-    FROM stg_requests
+    SELECT instance, gpu_index, device_total, max_ok_peak_bytes, ok_requests, p95_request_bytes
+    FROM agg_request_devices
     WHERE instance IS NOT NULL
-    GROUP BY ALL
 ), messages AS (
     SELECT
         instance,

@@ -7,11 +7,9 @@
 -- goes, and the OOMs only happen while it is there (a job's process).
 CREATE OR REPLACE VIEW fct_prompt_capacity AS
 WITH cards AS (
-    SELECT instance, gpu_index, max(device_total) AS device_total,
-           max(coalesce(peak_allocated, allocated_before)) FILTER (WHERE NOT is_oom) AS max_ok_peak_bytes
-    FROM stg_requests
+    SELECT instance, gpu_index, device_total, max_ok_held_bytes AS max_ok_peak_bytes
+    FROM agg_request_devices
     WHERE device_total > 0 AND instance IS NOT NULL
-    GROUP BY ALL
 ),
 ooms AS (
     SELECT

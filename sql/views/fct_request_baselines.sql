@@ -1,6 +1,6 @@
--- The allocated baseline of each instance in short time buckets (4096 over the instance's time span, at
--- least 1 ms each), with the process lifetime each bucket belongs to. Bucketing first keeps the restart
--- search small whatever the number of requests. A lifetime ends where the process restarted: the model
+-- The allocated baseline of each instance in short time buckets (agg_baseline_buckets: 4096 over the instance's
+-- time span, at least 1 ms each), with the process lifetime each bucket belongs to. Bucketing first keeps the
+-- restart search small whatever the number of requests. A lifetime ends where the process restarted: the model
 -- version changed (a deploy restarts the process), the log names another process id (`pid`, when its lines
 -- carry one), the allocated memory fell back toward the level a fresh
 -- process of this version holds (a restart frees everything a leak piled up, a request never does), or the
@@ -10,52 +10,8 @@
 -- `lifetime` counts from 1 per instance and GPU; `lifetime_start` is its first request (for a baseline
 -- drop, the lowest reading of the bucket the drop happened in).
 CREATE OR REPLACE VIEW fct_request_baselines AS
-WITH readings AS (
-    SELECT
-        instance,
-        gpu_index,
-        ts,
-        model_version,
-        pid,
-        is_oom,
-        coalesce(allocated_before, allocated_after) AS level_before,
-        allocated_after,
-        reserved_after,
-        peak_allocated,
-        device_total
-    FROM stg_requests
-    WHERE allocated_after IS NOT NULL AND instance IS NOT NULL
-), spans AS (
-    SELECT
-        instance,
-        gpu_index,
-        min(ts) AS first_ts,
-        greatest(MIN_BUCKET_US(), date_diff('microsecond', min(ts), max(ts)) // BASELINE_BUCKETS() + 1) AS bucket_us
-    FROM readings
-    GROUP BY instance, gpu_index
-), buckets AS (
-    SELECT
-        r.instance,
-        r.gpu_index,
-        r.model_version,
-        r.pid,
-        date_diff('microsecond', s.first_ts, r.ts) // s.bucket_us AS bucket,
-        min(r.ts) AS bucket_start,
-        max(r.ts) AS bucket_end,
-        count(*) AS requests,
-        count(*) FILTER (WHERE r.is_oom) AS ooms,
-        min(r.allocated_after) AS baseline_bytes,
-        arg_min(r.ts, (r.allocated_after, r.ts)) AS baseline_ts,  -- ties: the earliest, so reruns agree
-        min(r.level_before) AS low_bytes,
-        arg_min(r.ts, (r.level_before, r.ts)) AS low_ts,
-        min(r.reserved_after) AS reserved_min_bytes,
-        max(r.reserved_after) AS reserved_max_bytes,
-        arg_max(r.reserved_after, r.ts) AS last_reserved_bytes,
-        max(r.peak_allocated) FILTER (WHERE NOT r.is_oom) AS peak_bytes,
-        max(r.device_total) AS device_total
-    FROM readings AS r
-    JOIN spans AS s USING (instance, gpu_index)
-    GROUP BY r.instance, r.gpu_index, r.model_version, r.pid, bucket
+WITH buckets AS (
+    SELECT * FROM agg_baseline_buckets
 ), levels AS (
     SELECT
         *,

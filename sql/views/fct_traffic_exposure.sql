@@ -8,7 +8,7 @@ CREATE OR REPLACE VIEW fct_traffic_exposure AS
 WITH m AS (
     SELECT * FROM fct_traffic_minutes
 ), fleet AS (
-    SELECT minute, sum(requests)::DOUBLE / (SELECT count(DISTINCT instance) FROM stg_requests) AS per_instance
+    SELECT minute, sum(requests)::DOUBLE / (SELECT count(DISTINCT instance) FROM agg_request_devices) AS per_instance
     FROM m WHERE has_request_log GROUP BY minute
 ), unlogged AS (
     SELECT instance, date_trunc('day', min(minute)) AS first_day,

@@ -4,8 +4,13 @@
 -- kept in `extra`): a new pid on a device is a process start, whatever the memory did. Rows dated where no GPU
 -- log can be (before TS_EARLIEST or more than TS_AHEAD ahead: ingest rejects them now, an earlier version may
 -- have loaded them) are left out, so that one year-9999 row cannot stretch every time range.
+-- The columns are named, not `* REPLACE`, so that the aggregate tier runs this view on Spark too (load/portable.py;
+-- Spark has no REPLACE) and a lake's partition column `date` stays out.
 CREATE OR REPLACE VIEW stg_requests AS
-SELECT * REPLACE (coalesce(gpu_index, 0) AS gpu_index),
+SELECT ts, instance, coalesce(gpu_index, 0) AS gpu_index, model_version, request_id, status, error, latency_ms,
+       batch_size, input_sequence_length, output_sequence_length, requested_size, available_memory,
+       allocator_allocated, reserved_memory, allocated_before, allocated_after, reserved_before, reserved_after,
+       peak_allocated, device_total, source_id, line, extra,
        coalesce(oomlab_is_oom(status, error), false) AS is_oom,
        TRY_CAST(coalesce(extra ->> 'pid', extra ->> 'process_id', extra ->> 'worker_pid') AS BIGINT) AS pid
 FROM requests

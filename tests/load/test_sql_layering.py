@@ -29,13 +29,15 @@ TABLE_OBJECTS = TABLES | {
     for p in (SQL / "tables").glob("*.sql")
     for name in re.findall(r"CREATE SEQUENCE IF NOT EXISTS (\w+)", p.read_text(encoding="utf-8"))
 }
-VIEWS = {p.stem for p in (SQL / "views").glob("*.sql")}
+AGGREGATES = {p.stem for p in (SQL / "aggregates").glob("*.sql")}
+VIEWS = {p.stem for p in (SQL / "views").glob("*.sql")} | AGGREGATES
 MACROS = {p.stem for p in (SQL / "macros").glob("*.sql")}
 # Layers and what each may read besides macros; a query or a macro may read any view.
 MAY_READ = {
     "stg_": TABLES | {v for v in VIEWS if v.startswith("stg_")},
-    "fct_": {v for v in VIEWS if v.startswith(("stg_", "fct_"))},
-    "rpt_": {v for v in VIEWS if v.startswith(("stg_", "fct_", "rpt_"))},
+    "agg_": {v for v in VIEWS if v.startswith("stg_")},
+    "fct_": {v for v in VIEWS if v.startswith(("stg_", "agg_", "fct_"))},
+    "rpt_": {v for v in VIEWS if v.startswith(("stg_", "agg_", "fct_", "rpt_"))},
     "q_": VIEWS,
     "oomlab_": VIEWS,
 }
@@ -77,13 +79,34 @@ def _layer(name: str) -> str | None:
     return next((prefix for prefix in MAY_READ if name.startswith(prefix)), None)
 
 
-@pytest.mark.parametrize("path", [p for p in FILES if p.parent.name in ("views", "macros", "queries")], ids=_relid)
+@pytest.mark.parametrize(
+    "path", [p for p in FILES if p.parent.name in ("views", "aggregates", "macros", "queries")], ids=_relid
+)
 def test_each_view_query_and_macro_reads_only_the_layers_below(path: Path) -> None:
     layer = _layer(path.stem)
     assert layer is not None, f"{path.stem}: not a stg_, fct_, rpt_, q_ or oomlab_ name"
     read = objects_read(path.read_text(encoding="utf-8")) - MACROS
     assert read <= TABLES | VIEWS, f"{path.stem} reads objects sql/ does not define: {sorted(read - TABLES - VIEWS)}"
     assert read <= MAY_READ[layer], f"{path.stem} ({layer}) reads {sorted(read - MAY_READ[layer])}"
+
+
+# The views and queries that still read every request rather than the aggregate tier (sql/aggregates/), which
+# `oomlab aggregate` computes from a lake on DuckDB or Spark. Issue 16 moves each onto an aggregate; this list only
+# shrinks, and a new reader of raw requests fails here.
+RAW_REQUEST_READERS = {
+    "fct_prompt_requests",
+    "fct_request_flags",
+    "fct_water_requests",
+    "q_data_quality",
+    "q_estimate_versions",
+    "q_incident_requests",
+    "q_report_folder_day_end",
+}
+
+
+def test_only_the_aggregate_tier_reads_every_request() -> None:
+    readers = {p.stem for p in FILES if "stg_requests" in objects_read(p.read_text(encoding="utf-8"))}
+    assert readers - AGGREGATES == RAW_REQUEST_READERS
 
 
 def test_only_stg_views_and_ingest_statements_name_tables() -> None:

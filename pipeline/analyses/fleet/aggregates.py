@@ -1,7 +1,9 @@
 """OOM counts and OOM rates per 1,000 requests, cut by instance, version, time and prompt size, and by week.
 
 Counting rules (the views `fct_traffic_events` / `fct_traffic_dimensions` apply them):
-- requests are rows of `requests`, whatever their status (an OOM'd request is a request);
+- requests are rows of `requests`, whatever their status (an OOM'd request is a request), counted per minute by
+  the aggregate tier (agg_request_minutes, agg_request_buckets), so a bound inside a minute counts that minute's
+  requests by its start;
 - OOMs are rows of `oom_events` with a time, from request logs and text logs (`snapshot` OOMs are left
   out: a snapshot is taken at a failure that is normally logged as well);
 - a rate counts only OOMs of instances that have a request log (`ooms_with_traffic`), over their
@@ -74,7 +76,7 @@ def periods(
 
 def latest_day_end(con: duckdb.DuckDBPyConnection) -> datetime | None:
     """Midnight after the last request or OOM: the default end of a reporting week."""
-    rows = con.sql("SELECT date_trunc('day', max(ts)) + INTERVAL 1 DAY FROM fct_traffic_events").fetchall()
+    rows = con.sql("SELECT date_trunc('day', max(last_ts)) + INTERVAL 1 DAY FROM fct_traffic_events").fetchall()
     return rows[0][0]
 
 

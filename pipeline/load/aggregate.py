@@ -1,0 +1,107 @@
+"""`oomlab aggregate --lake DIR --out AGG --engine duckdb|spark`: the aggregate tier (sql/aggregates/) computed from
+a Parquet lake, written as Parquet under AGG with copies of the lake's other tables (OOM events, telemetry,
+snapshots, calendars: small beside the requests), so that findings and reports read AGG alone (docs/spark.md).
+
+AGG/
+  agg_request_minutes/  agg_request_devices/ ...   one folder of Parquet files per aggregate
+  oom_events/  gpu_samples/  snapshots/ ...         the lake's tables but `requests`, one folder each
+  _aggregates.json                                 what wrote it: engine, lake, rows per table
+
+The set is written into a staging folder beside AGG and renamed into place when whole: an interrupted run
+leaves the previous set as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import uuid
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+
+from ..errors import OomlabError
+from .engines import Engine
+from .lake import LAKE_TABLES, manifest_path
+from .sql import names_in, sql_text
+
+RAW_TABLES = frozenset({"requests"})
+MANIFEST = "_aggregates.json"
+_STAGED = re.compile(r"\bstg_\w+")
+
+
+def aggregate_lake(lake: Path, out: Path, engine: Engine) -> dict[str, int]:
+    """Compute every aggregate of the lake at `lake` on `engine` into `out`, replacing an earlier set there; the
+    rows written per table."""
+    if not manifest_path(lake).exists():
+        raise OomlabError(f"no lake at {lake}: {manifest_path(lake)} is missing", hint="oomlab ingest PATHS --lake DIR")
+    staging = out.parent / f".{out.name}.staging-{uuid.uuid4().hex}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        rows = _write_set(lake, staging, engine)
+        (staging / MANIFEST).write_text(json.dumps(_manifest(lake, engine, rows), indent=2) + "\n", encoding="utf-8")
+        _replace(out, staging)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return rows
+
+
+def _write_set(lake: Path, staging: Path, engine: Engine) -> dict[str, int]:
+    columns = table_columns()
+    for table in LAKE_TABLES:
+        engine.lake_table(table, lake / table, columns[table])
+    aggregates = names_in("aggregates")
+    for view in staged_views(tuple(aggregates)):
+        engine.execute(sql_text(view))
+    rows = {}
+    for name in aggregates:
+        engine.execute(sql_text(name))
+        rows[name] = engine.write(name, staging / name)
+    for table in LAKE_TABLES:
+        if table not in RAW_TABLES:
+            rows[table] = engine.write(table, staging / table)
+    return rows
+
+
+@cache
+def staged_views(aggregates: tuple[str, ...]) -> tuple[str, ...]:
+    """The stg_ views the aggregates read (created on the engine over the lake's tables first)."""
+    return tuple(sorted({v for name in aggregates for v in _STAGED.findall(_code(sql_text(name)))}))
+
+
+def _code(sql: str) -> str:
+    return re.sub(r"--[^\n]*", " ", sql)
+
+
+@cache
+def table_columns() -> dict[str, dict[str, str]]:
+    """Every lake table's columns and DuckDB types, as the schema (sql/tables/) declares them."""
+    from .connection import connect
+
+    with connect(":memory:") as con:
+        found: dict[str, dict[str, str]] = {}
+        for table, column, kind in con.execute(
+            "SELECT table_name, column_name, data_type FROM information_schema.columns "
+            "WHERE table_schema = 'main' ORDER BY table_name, ordinal_position"
+        ).fetchall():
+            if table in LAKE_TABLES:
+                found.setdefault(table, {})[column] = kind
+    return found
+
+
+def _manifest(lake: Path, engine: Engine, rows: dict[str, int]) -> dict[str, object]:
+    return {
+        "engine": engine.name,
+        "lake": str(lake.resolve()),
+        "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "rows": rows,
+    }
+
+
+def _replace(out: Path, staging: Path) -> None:
+    aside = out.parent / f".{out.name}.old-{uuid.uuid4().hex}"
+    if out.exists():
+        out.rename(aside)
+    staging.rename(out)
+    shutil.rmtree(aside, ignore_errors=True)

@@ -1,0 +1,184 @@
+"""The aggregate tier (sql/aggregates/) on both engines: `oomlab aggregate --engine duckdb|spark` over the bundled
+sample fleet's lake (plus the real H200 request logs) yields the same tables as each other and as the database's own
+agg_ views, the single-database path.
+
+Floats are compared with a relative tolerance of 1e-6: the least-squares intercepts of agg_token_cost subtract two
+nearly equal sums, so the two engines' different summation orders differ in the 9th digit (2.3e-9 seen); counts,
+bytes, times and exact percentiles are compared exactly. Spark runs in local mode with two threads; without pyspark
+and Java (the spark extra) the Spark half is skipped, except in CI (OOMLAB_REQUIRE_SPARK=1), where it fails.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from polars.testing import assert_frame_equal
+
+from oomlab import api
+from oomlab.cli.main import cli
+from oomlab.load.aggregate import MANIFEST, RAW_TABLES, aggregate_lake, table_columns
+from oomlab.load.lake import LAKE_TABLES
+from oomlab.load.sql import names_in
+
+HAVE_SPARK = importlib.util.find_spec("pyspark") is not None and shutil.which("java") is not None
+if not HAVE_SPARK and os.environ.get("OOMLAB_REQUIRE_SPARK"):
+    raise RuntimeError("OOMLAB_REQUIRE_SPARK is set but pyspark or java is missing: pip install '.[spark]'")
+needs_spark = pytest.mark.skipif(not HAVE_SPARK, reason="pyspark and java are needed (the spark extra)")
+
+AGGREGATES = names_in("aggregates")
+FLOAT_TOLERANCE = 1e-6
+
+
+def _frame(folder: Path) -> pl.DataFrame:
+    frame = duckdb.sql(f"SELECT * FROM read_parquet('{folder}/*.parquet')").pl()
+    return _sorted(frame)
+
+
+def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
+    """Rows in one order whatever the engine wrote: by every column that sorts (nested ones aside)."""
+    keys = [c for c, t in frame.schema.items() if not isinstance(t, (pl.List, pl.Struct))]
+    return frame.sort(keys, nulls_last=True)
+
+
+def _assert_same(left: pl.DataFrame, right: pl.DataFrame, name: str) -> None:
+    assert left.columns == right.columns, name
+    assert_frame_equal(left, right, check_dtypes=True, rel_tol=FLOAT_TOLERANCE, abs_tol=0.0)
+
+
+@pytest.fixture(scope="module")
+def fleet_lake(fleet_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    lake = tmp_path_factory.mktemp("agg") / "lake"
+    api.lake_export(fleet_db, lake)
+    return lake
+
+
+@pytest.fixture(scope="module")
+def duckdb_set(fleet_lake: Path) -> Path:
+    out = fleet_lake.parent / "agg-duckdb"
+    api.aggregate(fleet_lake, out, "duckdb")
+    return out
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("oomlab-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def spark_set(fleet_lake: Path, spark) -> Path:
+    from oomlab.load.engines import SparkEngine
+
+    out = fleet_lake.parent / "agg-spark"
+    aggregate_lake(fleet_lake, out, SparkEngine(session=spark))
+    return out
+
+
+def test_duckdb_aggregates_equal_the_databases_own(duckdb_set: Path, fleet_db: Path) -> None:
+    with duckdb.connect(str(fleet_db), read_only=True) as con:
+        for name in AGGREGATES:
+            expected = _sorted(con.sql(f"SELECT * FROM {name}").pl())
+            assert expected.height > 0, name  # every aggregate has rows on the sample fleet
+            _assert_same(expected, _frame(duckdb_set / name), name)
+
+
+@needs_spark
+@pytest.mark.parametrize("name", AGGREGATES)
+def test_spark_computes_every_aggregate_as_duckdb_does(duckdb_set: Path, spark_set: Path, name: str) -> None:
+    _assert_same(_frame(duckdb_set / name), _frame(spark_set / name), name)
+
+
+@needs_spark
+def test_spark_copies_the_small_tables_whole(duckdb_set: Path, spark_set: Path) -> None:
+    for table in LAKE_TABLES:
+        if table in RAW_TABLES:
+            assert not (spark_set / table).exists()
+            continue
+        duck, spark = _frame(duckdb_set / table), _frame(spark_set / table)
+        assert list(duck.columns) == list(table_columns()[table]), table
+        _assert_same(duck, spark, table)
+
+
+@needs_spark
+def test_power_of_two_buckets_agree_at_every_boundary(spark) -> None:
+    """Spark's log2 is ln x / ln 2 (log2(8) = 2.9999999999999996): oomlab_pow2_bucket corrects the guess, so both
+    engines put 2^k - 1, 2^k and 2^k + 1 in the same bucket for every k up to 2^49."""
+    from oomlab.load.engines import DuckDBEngine, SparkEngine
+
+    values = sorted({0, *(v for k in range(50) for v in (2**k - 1, 2**k, 2**k + 1) if v >= 0)})
+    query = "SELECT x, oomlab_pow2_bucket(x) AS bucket FROM numbers ORDER BY x"
+    duck = DuckDBEngine()
+    duck.con.execute("CREATE TABLE numbers AS SELECT unnest($v::BIGINT[]) AS x", {"v": values})
+    duck.execute(f"CREATE VIEW buckets AS {query}")
+    expected = duck.con.execute("SELECT * FROM buckets").fetchall()
+    duck.close()
+    spark.createDataFrame([(v,) for v in values], "x BIGINT").createOrReplaceTempView("numbers")
+    SparkEngine(session=spark).execute(f"CREATE VIEW buckets AS {query}")
+    got = [(r["x"], r["bucket"]) for r in spark.table("buckets").collect()]
+    assert got == expected
+    assert all(b <= x < 2 * b for x, b in expected if x > 0) and expected[0] == (0, 0)
+
+
+def test_the_set_says_what_wrote_it(duckdb_set: Path, fleet_lake: Path) -> None:
+    manifest = json.loads((duckdb_set / MANIFEST).read_text())
+    assert manifest["engine"] == "duckdb" and manifest["lake"] == str(fleet_lake.resolve())
+    assert set(manifest["rows"]) == set(AGGREGATES) | set(LAKE_TABLES) - RAW_TABLES
+    assert manifest["rows"]["agg_request_devices"] == _frame(duckdb_set / "agg_request_devices").height
+
+
+def test_the_aggregates_are_bounded_by_devices_and_minutes_not_requests(duckdb_set: Path, fleet_db: Path) -> None:
+    with duckdb.connect(str(fleet_db), read_only=True) as con:
+        requests, devices, minutes = con.execute(
+            "SELECT count(*), count(DISTINCT (instance, gpu_index)), "
+            "count(DISTINCT (instance, gpu_index, date_trunc('minute', ts))) FROM stg_requests"
+        ).fetchall()[0]
+    assert _frame(duckdb_set / "agg_request_devices").height == devices
+    assert _frame(duckdb_set / "agg_request_minutes").height == minutes < requests
+
+
+def test_stg_requests_names_every_column_of_requests() -> None:
+    """stg_requests lists its columns (Spark has no `* REPLACE`): a column added to `requests` must be added there."""
+    from oomlab.load.connection import connect
+
+    with connect(":memory:") as con:
+        staged = [r[0] for r in con.execute("DESCRIBE stg_requests").fetchall()]
+    assert set(table_columns()["requests"]) <= set(staged)
+
+
+def test_cli_aggregates_a_lake(fleet_lake: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["aggregate", "--lake", str(fleet_lake), "--out", str(tmp_path / "agg")])
+    assert result.exit_code == 0, result.output
+    assert f"{len(AGGREGATES)} aggregates" in result.output and "agg_request_minutes:" in result.output
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging folder left
+
+
+def test_a_folder_that_is_no_lake_is_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["aggregate", "--lake", str(tmp_path), "--out", str(tmp_path / "agg")])
+    assert result.exit_code != 0
+    assert "no lake at" in result.output and "Traceback" not in result.output
+
+
+def test_master_without_spark_is_a_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["aggregate", "--lake", str(tmp_path), "--out", str(tmp_path / "a"), "--master", "local[4]"]
+    )
+    assert result.exit_code == 2 and "--engine spark" in result.output
