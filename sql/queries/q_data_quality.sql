@@ -16,25 +16,24 @@ WITH items AS (
         END AS what,
         r.category,
         r.impossible,
-        r.source_id
+        r.source_id,
+        1 AS n
     FROM stg_rejects AS r
     LEFT JOIN stg_sources AS s USING (source_id)
     UNION ALL
-    SELECT 'flagged', 'request rows', flag, false, source_id
+    SELECT 'flagged', 'request rows', flag, false, source_id, 1
     FROM fct_request_flags
     UNION ALL
-    SELECT 'left out', 'request rows', 'impossible values', true, source_id
-    FROM stg_requests
-    WHERE NOT oomlab_request_possible(
-              gpu_index, latency_ms, batch_size, input_sequence_length, output_sequence_length,
-              requested_size, available_memory, allocator_allocated, reserved_memory, allocated_before,
-              allocated_after, reserved_before, reserved_after, peak_allocated, device_total)
+    -- counted per file by the aggregate tier (agg_request_sources), not read row by row
+    SELECT 'left out', 'request rows', 'impossible values', true, source_id, impossible_rows
+    FROM agg_request_sources
+    WHERE impossible_rows > 0
     UNION ALL
-    SELECT 'left out', 'telemetry samples', 'used above the card', true, source_id
+    SELECT 'left out', 'telemetry samples', 'used above the card', true, source_id, 1
     FROM stg_gpu_samples
     WHERE memory_used_bytes > memory_total_bytes
     UNION ALL
-    SELECT 'kept', 'OOM messages', contradiction, true, source_id
+    SELECT 'kept', 'OOM messages', contradiction, true, source_id, 1
     FROM stg_oom_events
     WHERE contradiction IS NOT NULL
 )
@@ -43,7 +42,7 @@ SELECT
     what,
     category,
     bool_or(impossible) AS impossible,
-    count(*) AS rows,
+    CAST(sum(n) AS BIGINT) AS rows,
     count(DISTINCT source_id) AS files
 FROM items
 GROUP BY GROUPING SETS ((handling, what, category), (handling, what))

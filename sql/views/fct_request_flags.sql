@@ -19,10 +19,8 @@ WITH checks AS (
                  THEN {'flag': 'latency over a day',
                        'reason': printf('latency_ms %.0f is %.1f days', latency_ms, latency_ms / 86400000)} END
         ]) AS checked
-    FROM stg_requests
-    -- the few rows with a flag are picked first: unnesting every row of a large fleet costs seconds
-    WHERE (device_total > 0 AND device_total < CARD_MIN_BYTES()) OR device_total > CARD_MAX_BYTES()
-       OR latency_ms > IMPLAUSIBLE_LATENCY_MS()
+    -- the few rows with a flag, picked by the aggregate tier: unnesting every row of a large fleet costs seconds
+    FROM agg_request_flags
 )
 SELECT source_id, line, ts, instance, gpu_index, request_id, checked.flag AS flag, checked.reason AS reason
 FROM checks

@@ -24,9 +24,12 @@ from polars.testing import assert_frame_equal
 
 from oomlab import api
 from oomlab.cli.main import cli
+from oomlab.config import IngestOptions
 from oomlab.load.aggregate import MANIFEST, RAW_TABLES, aggregate_lake, table_columns
 from oomlab.load.lake import LAKE_TABLES
 from oomlab.load.sql import names_in
+
+from conftest import H200, read_jsonl_gz
 
 HAVE_SPARK = importlib.util.find_spec("pyspark") is not None and shutil.which("java") is not None
 if not HAVE_SPARK and os.environ.get("OOMLAB_REQUIRE_SPARK"):
@@ -53,10 +56,34 @@ def _assert_same(left: pl.DataFrame, right: pl.DataFrame, name: str) -> None:
     assert_frame_equal(left, right, check_dtypes=True, rel_tol=FLOAT_TOLERANCE, abs_tol=0.0)
 
 
+def _implausible_copy(folder: Path) -> Path:
+    """The real H200 serve_mixed request log with three lines made implausible, the rest as captured (derived, so
+    that agg_request_flags has rows): line 3 took 2 days, line 5 states its card in MiB (143771), line 8 a card of
+    1 PiB."""
+    rows = read_jsonl_gz(H200 / "serve_mixed" / "requests.jsonl.gz")
+    rows[2]["latency_ms"] = 172_800_000
+    rows[4]["device_total"] = 143_771
+    rows[7]["device_total"] = 1 << 50
+    path = folder / "serve_mixed_implausible.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="module")
-def fleet_lake(fleet_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    lake = tmp_path_factory.mktemp("agg") / "lake"
-    api.lake_export(fleet_db, lake)
+def fleet_copy(fleet_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample fleet's database plus the implausible copy: what the lake below holds."""
+    folder = tmp_path_factory.mktemp("agg")
+    db = folder / "fleet.duckdb"
+    shutil.copy(fleet_db, db)
+    report = api.ingest(db, [str(_implausible_copy(folder))], IngestOptions())
+    assert not report.failed
+    return db
+
+
+@pytest.fixture(scope="module")
+def fleet_lake(fleet_copy: Path) -> Path:
+    lake = fleet_copy.parent / "lake"
+    api.lake_export(fleet_copy, lake)
     return lake
 
 
@@ -93,8 +120,8 @@ def spark_set(fleet_lake: Path, spark) -> Path:
     return out
 
 
-def test_duckdb_aggregates_equal_the_databases_own(duckdb_set: Path, fleet_db: Path) -> None:
-    with duckdb.connect(str(fleet_db), read_only=True) as con:
+def test_duckdb_aggregates_equal_the_databases_own(duckdb_set: Path, fleet_copy: Path) -> None:
+    with duckdb.connect(str(fleet_copy), read_only=True) as con:
         for name in AGGREGATES:
             expected = _sorted(con.sql(f"SELECT * FROM {name}").pl())
             assert expected.height > 0, name  # every aggregate has rows on the sample fleet
@@ -145,8 +172,8 @@ def test_the_set_says_what_wrote_it(duckdb_set: Path, fleet_lake: Path) -> None:
     assert manifest["rows"]["agg_request_devices"] == _frame(duckdb_set / "agg_request_devices").height
 
 
-def test_the_aggregates_are_bounded_by_devices_and_minutes_not_requests(duckdb_set: Path, fleet_db: Path) -> None:
-    with duckdb.connect(str(fleet_db), read_only=True) as con:
+def test_the_aggregates_are_bounded_by_devices_and_minutes_not_requests(duckdb_set: Path, fleet_copy: Path) -> None:
+    with duckdb.connect(str(fleet_copy), read_only=True) as con:
         requests, devices, minutes = con.execute(
             "SELECT count(*), count(DISTINCT (instance, gpu_index)), "
             "count(DISTINCT (instance, gpu_index, date_trunc('minute', ts))) FROM stg_requests"

@@ -95,12 +95,8 @@ def test_each_view_query_and_macro_reads_only_the_layers_below(path: Path) -> No
 # shrinks, and a new reader of raw requests fails here.
 RAW_REQUEST_READERS = {
     "fct_prompt_requests",
-    "fct_request_flags",
     "fct_water_requests",
-    "q_data_quality",
-    "q_estimate_versions",
     "q_incident_requests",
-    "q_report_folder_day_end",
 }
 
 
