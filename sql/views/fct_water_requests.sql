@@ -47,11 +47,12 @@ WITH ordered AS (
               r.gpu_index, r.latency_ms, r.batch_size, r.input_sequence_length, r.output_sequence_length,
               r.requested_size, r.available_memory, r.allocator_allocated, r.reserved_memory, r.allocated_before,
               r.allocated_after, r.reserved_before, r.reserved_after, r.peak_allocated, r.device_total)
-    WINDOW w AS (PARTITION BY r.instance, r.gpu_index ORDER BY r.ts)
+    -- requests of one microsecond in file and line order, as agg_water_hours orders them
+    WINDOW w AS (PARTITION BY r.instance, r.gpu_index ORDER BY r.ts, r.source_id, r.line)
 )
 SELECT
     *,
-    sum(starts_lifetime::INTEGER) OVER (PARTITION BY instance, gpu_index ORDER BY ts
+    sum(starts_lifetime::INTEGER) OVER (PARTITION BY instance, gpu_index ORDER BY ts, source_id, line
                                         ROWS UNBOUNDED PRECEDING) AS lifetime,
     held_bytes / device_total AS held_level,
     peak_bytes / device_total AS peak_level,

@@ -1,0 +1,64 @@
+-- The aggregate tier (see agg_request_minutes): per device (instance x GPU) whose card size is known and clock hour
+-- (UTC), the water levels of its requests: the highest memory held between requests (reserved_after, else
+-- allocated_after, over the card), allocated after a request, peak during one (the most of peak_allocated,
+-- reserved and allocated), the largest need (peak_allocated - allocated_before) and the largest of a successful
+-- request; the hour's first request and the model version it ran; and the process lifetimes that started in the
+-- hour. A lifetime starts at a device's first request, at a model version change (a deploy restarts the process)
+-- or where allocated_before drops more than RESTART_DROP_MIN_BYTES or RESTART_DROP_SHARE of the card below what the
+-- previous request left (inside one process allocated_before continues allocated_after). Requests are ordered by
+-- time, then file and line, so that requests logged in the same microsecond are ordered alike on every engine.
+-- Rows with sizes no device can have (loaded by an earlier version) are left out, as in fct_water_requests.
+CREATE OR REPLACE VIEW agg_water_hours AS
+WITH ordered AS (
+    SELECT
+        instance,
+        gpu_index,
+        model_version,
+        ts,
+        source_id,
+        line,
+        is_oom,
+        device_total,
+        allocated_after,
+        peak_allocated,
+        coalesce(reserved_after, allocated_after) AS held_bytes,
+        greatest(peak_allocated, reserved_before, reserved_after, allocated_after) AS peak_bytes,
+        greatest(peak_allocated - allocated_before, 0) AS need_bytes,
+        coalesce(
+            lag(ts) OVER w IS NULL
+            OR model_version IS DISTINCT FROM lag(model_version) OVER w
+            OR allocated_before < lag(allocated_after) OVER w
+                                  - greatest(RESTART_DROP_MIN_BYTES(), RESTART_DROP_SHARE() * device_total),
+            false) AS starts_lifetime
+    FROM stg_requests
+    WHERE device_total > 0 AND instance IS NOT NULL
+      AND oomlab_request_possible(
+              gpu_index, latency_ms, batch_size, input_sequence_length, output_sequence_length,
+              requested_size, available_memory, allocator_allocated, reserved_memory, allocated_before,
+              allocated_after, reserved_before, reserved_after, peak_allocated, device_total)
+    WINDOW w AS (PARTITION BY instance, gpu_index ORDER BY ts, source_id, line)
+), hourly AS (
+    SELECT *, min(ts) OVER (PARTITION BY instance, gpu_index, date_trunc('hour', ts)) AS first_ts
+    FROM ordered
+)
+SELECT
+    instance,
+    gpu_index,
+    date_trunc('hour', ts) AS hour,
+    min(ts) AS first_ts,
+    -- the version of the hour's first request (one that names none is passed over, as DuckDB's arg_min does)
+    arg_min(model_version, (ts, source_id, line)) FILTER (WHERE model_version IS NOT NULL) AS model_version,
+    max(device_total) AS device_total,
+    count(*) AS requests,
+    count(*) FILTER (WHERE is_oom) AS ooms,
+    max(held_bytes / device_total) AS held_level,
+    max(allocated_after / device_total) AS allocated_level,
+    max(peak_bytes / device_total) AS peak_level,
+    max(need_bytes) AS need_bytes,
+    max(need_bytes) FILTER (WHERE NOT is_oom AND need_bytes > 0) AS max_ok_need_bytes,
+    max(peak_allocated) AS peak_allocated_bytes,
+    max(peak_bytes) AS peak_bytes,
+    count(*) FILTER (WHERE starts_lifetime) AS lifetime_starts,
+    count(*) FILTER (WHERE starts_lifetime AND ts = first_ts) AS starts_at_first
+FROM hourly
+GROUP BY instance, gpu_index, date_trunc('hour', ts);
