@@ -2,8 +2,9 @@
 -- (UTC), the water levels of its requests: the highest memory held between requests (reserved_after, else
 -- allocated_after, over the card), allocated after a request, peak during one (the most of peak_allocated,
 -- reserved and allocated), the largest need (peak_allocated - allocated_before) and the largest of a successful
--- request; the hour's first request and the model version it ran; and the process lifetimes that started in the
--- hour. A lifetime starts at a device's first request, at a model version change (a deploy restarts the process)
+-- request; the hour's first request and the model version it ran; the process lifetimes that started in the
+-- hour; and how long each level was held (a request's until the next one, at most MAX_HOLD_S), which
+-- oomlab_water_hourly turns into time above the alert levels. A lifetime starts at a device's first request, at a model version change (a deploy restarts the process)
 -- or where allocated_before drops more than RESTART_DROP_MIN_BYTES or RESTART_DROP_SHARE of the card below what the
 -- previous request left (inside one process allocated_before continues allocated_after). Requests are ordered by
 -- time, then file and line, so that requests logged in the same microsecond are ordered alike on every engine.
@@ -21,6 +22,7 @@ WITH ordered AS (
         device_total,
         allocated_after,
         peak_allocated,
+        reserved_after,
         coalesce(reserved_after, allocated_after) AS held_bytes,
         greatest(peak_allocated, reserved_before, reserved_after, allocated_after) AS peak_bytes,
         greatest(peak_allocated - allocated_before, 0) AS need_bytes,
@@ -29,7 +31,8 @@ WITH ordered AS (
             OR model_version IS DISTINCT FROM lag(model_version) OVER w
             OR allocated_before < lag(allocated_after) OVER w
                                   - greatest(RESTART_DROP_MIN_BYTES(), RESTART_DROP_SHARE() * device_total),
-            false) AS starts_lifetime
+            false) AS starts_lifetime,
+        lead(ts) OVER w AS next_ts
     FROM stg_requests
     WHERE device_total > 0 AND instance IS NOT NULL
       AND oomlab_request_possible(
@@ -37,9 +40,21 @@ WITH ordered AS (
               requested_size, available_memory, allocator_allocated, reserved_memory, allocated_before,
               allocated_after, reserved_before, reserved_after, peak_allocated, device_total)
     WINDOW w AS (PARTITION BY instance, gpu_index ORDER BY ts, source_id, line)
-), hourly AS (
-    SELECT *, min(ts) OVER (PARTITION BY instance, gpu_index, date_trunc('hour', ts)) AS first_ts
+), held AS (
+    SELECT
+        *,
+        held_bytes / device_total AS held_level,
+        peak_bytes / device_total AS peak_level,
+        -- the seconds its held level lasted: until the next request, at most MAX_HOLD_S (0 for a device's last)
+        least(coalesce(date_diff('microsecond', ts, next_ts) / 1e6, 0), MAX_HOLD_S()) AS hold_s
     FROM ordered
+), hourly AS (
+    SELECT
+        *,
+        min(ts) OVER (PARTITION BY instance, gpu_index, date_trunc('hour', ts)) AS first_ts,
+        row_number() OVER (PARTITION BY instance, gpu_index, date_trunc('hour', ts)
+                           ORDER BY ts DESC, source_id DESC, line DESC) AS from_last
+    FROM held
 )
 SELECT
     instance,
@@ -51,14 +66,30 @@ SELECT
     max(device_total) AS device_total,
     count(*) AS requests,
     count(*) FILTER (WHERE is_oom) AS ooms,
-    max(held_bytes / device_total) AS held_level,
+    max(held_level) AS held_level,
     max(allocated_after / device_total) AS allocated_level,
-    max(peak_bytes / device_total) AS peak_level,
+    max(peak_level) AS peak_level,
     max(need_bytes) AS need_bytes,
     max(need_bytes) FILTER (WHERE NOT is_oom AND need_bytes > 0) AS max_ok_need_bytes,
     max(peak_allocated) AS peak_allocated_bytes,
     max(peak_bytes) AS peak_bytes,
     count(*) FILTER (WHERE starts_lifetime) AS lifetime_starts,
-    count(*) FILTER (WHERE starts_lifetime AND ts = first_ts) AS starts_at_first
+    count(*) FILTER (WHERE starts_lifetime AND ts = first_ts) AS starts_at_first,
+    max(ts) AS last_ts,
+    max(reserved_after) AS peak_reserved_bytes,
+    min(device_total - held_bytes) AS min_free_bytes,
+    -- how long the levels were held (oomlab_water_hourly): in all, above each of ALERT_LEVELS, weighted by level;
+    -- and the hour's last request, whose hold a window's end cuts short
+    sum(hold_s) AS hold_s,
+    coalesce(sum(hold_s) FILTER (WHERE held_level >= ALERT_LEVELS()[1]), 0) AS hold_above_70,
+    coalesce(sum(hold_s) FILTER (WHERE held_level >= ALERT_LEVELS()[2]), 0) AS hold_above_85,
+    coalesce(sum(hold_s) FILTER (WHERE held_level >= ALERT_LEVELS()[3]), 0) AS hold_above_95,
+    count(*) FILTER (WHERE peak_level >= ALERT_LEVELS()[1]) AS peaks_above_70,
+    count(*) FILTER (WHERE peak_level >= ALERT_LEVELS()[2]) AS peaks_above_85,
+    count(*) FILTER (WHERE peak_level >= ALERT_LEVELS()[3]) AS peaks_above_95,
+    sum(held_level * hold_s) AS level_hold_s,
+    max(next_ts) FILTER (WHERE from_last = 1) AS last_next_ts,
+    max(held_level) FILTER (WHERE from_last = 1) AS last_held_level,
+    max(hold_s) FILTER (WHERE from_last = 1) AS last_hold_s
 FROM hourly
 GROUP BY instance, gpu_index, date_trunc('hour', ts);

@@ -1,45 +1,49 @@
 -- Per device and clock hour over [since, until) (NULL: open), what q_water_levels and q_water_alert_episodes
--- read. Per request in the window: `hold_s`, the seconds its held level lasted (until the next request, the
--- window's end or MAX_HOLD_S). Per device and clock hour: the time-weighted mean held level, the hold time
--- above each of the ALERT_LEVELS (70 / 85 / 95 %; the columns are named by them), the least free memory after
--- a request, the largest need, and the predictive alert, evaluated hourly as an alert rule would be: the
--- hour's least free memory below ALERT_NEED_FACTOR x the largest peak need of that hour and the hour before.
--- (A sliding one-hour window per request is exact but costs a range-window sort of every request.)
+-- read, from the aggregate tier's agg_water_hours (the window takes whole clock hours: an hour counts when it
+-- starts inside it). Per request `hold_s`, the seconds its held level lasted (until the next request or
+-- MAX_HOLD_S), is summed per hour there; the window's end cuts the hold of the last request before it, so that
+-- hour's sums are corrected here with that request's own level and next time. Per device and clock hour: the
+-- time-weighted mean held level, the hold time above each of the ALERT_LEVELS (70 / 85 / 95 %; the columns are
+-- named by them), the least free memory after a request, the largest need, and the predictive alert, evaluated
+-- hourly as an alert rule would be: the hour's least free memory below ALERT_NEED_FACTOR x the largest peak need
+-- of that hour and the hour before. (A sliding one-hour window per request is exact but costs a range-window sort
+-- of every request.)
 -- Where telemetry covers the hour (stg_gpu_samples), the least free memory is the lower of the two: nvidia-smi
 -- or DCGM also see the CUDA context and other processes on the card, which the request log cannot.
 CREATE OR REPLACE MACRO oomlab_water_hourly(since, until) AS TABLE
-WITH held AS (
-SELECT *,
-       greatest(least(epoch(least(coalesce(next_ts, ts), coalesce(until, next_ts, ts)))
-                      - epoch(ts), MAX_HOLD_S()), 0) AS hold_s
-FROM fct_water_requests
-WHERE (since IS NULL OR ts >= since) AND (until IS NULL OR ts < until)
+WITH windowed AS (
+    SELECT *, row_number() OVER (PARTITION BY instance, gpu_index ORDER BY hour DESC) = 1 AS last_hour
+    FROM agg_water_hours
+    WHERE (since IS NULL OR hour >= since) AND (until IS NULL OR hour < until)
+),
+cut AS (
+    -- how much the window's end shortens the hold of the last request before it (0 or less)
+    SELECT *,
+           CASE WHEN last_hour AND until IS NOT NULL
+                THEN greatest(least(date_diff('microsecond', last_ts, least(coalesce(last_next_ts, last_ts), until))
+                                    / 1e6, MAX_HOLD_S()), 0) - last_hold_s
+                ELSE 0 END AS hold_cut
+    FROM windowed
 ),
 
 hours AS (
-    SELECT instance, gpu_index, date_trunc('hour', ts) AS hour,
-           max(device_total) AS device_total,
-           count(*) AS requests,
-           count(*) FILTER (WHERE is_oom) AS ooms,
-           min(ts) AS first_ts,
-           max(ts) AS last_ts,
-           sum(hold_s) AS hold_s,
-           coalesce(sum(hold_s) FILTER (WHERE held_level >= ALERT_LEVELS()[1]), 0) AS hold_above_70,
-           count(*) FILTER (WHERE peak_level >= ALERT_LEVELS()[1]) AS peaks_above_70,
-           coalesce(sum(hold_s) FILTER (WHERE held_level >= ALERT_LEVELS()[2]), 0) AS hold_above_85,
-           count(*) FILTER (WHERE peak_level >= ALERT_LEVELS()[2]) AS peaks_above_85,
-           coalesce(sum(hold_s) FILTER (WHERE held_level >= ALERT_LEVELS()[3]), 0) AS hold_above_95,
-           count(*) FILTER (WHERE peak_level >= ALERT_LEVELS()[3]) AS peaks_above_95,
-           sum(held_level * hold_s) / nullif(sum(hold_s), 0) AS mean_held_level,
-           max(held_level) AS max_held_level,
-           max(peak_level) AS peak_level,
-           max(peak_allocated) AS peak_allocated_bytes,
-           max(reserved_after) AS peak_reserved_bytes,
-           max(peak_bytes) AS peak_bytes,
-           min(device_total - held_bytes) AS min_free_bytes,
-           max(need_bytes) AS need_bytes
-    FROM held
-    GROUP BY ALL
+    SELECT instance, gpu_index, hour, device_total, requests, ooms, first_ts, last_ts,
+           hold_s + hold_cut AS hold_s,
+           hold_above_70 + CASE WHEN last_held_level >= ALERT_LEVELS()[1] THEN hold_cut ELSE 0 END AS hold_above_70,
+           peaks_above_70,
+           hold_above_85 + CASE WHEN last_held_level >= ALERT_LEVELS()[2] THEN hold_cut ELSE 0 END AS hold_above_85,
+           peaks_above_85,
+           hold_above_95 + CASE WHEN last_held_level >= ALERT_LEVELS()[3] THEN hold_cut ELSE 0 END AS hold_above_95,
+           peaks_above_95,
+           (level_hold_s + coalesce(last_held_level, 0) * hold_cut) / nullif(hold_s + hold_cut, 0) AS mean_held_level,
+           held_level AS max_held_level,
+           peak_level,
+           peak_allocated_bytes,
+           peak_reserved_bytes,
+           peak_bytes,
+           min_free_bytes,
+           need_bytes
+    FROM cut
 ),
 telemetry AS (
     SELECT instance, gpu_index, date_trunc('hour', ts) AS hour, min(memory_free_bytes) AS telemetry_min_free_bytes
