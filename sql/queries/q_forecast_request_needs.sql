@@ -1,12 +1,37 @@
--- Per device, the memory the requests of the last week needed above their baseline: what a rising level would no longer fit.
--- Used by oomlab.analyses.fleet.forecast.
+-- Per device, the requests of its last RECENT_NEEDS_DAYS in [$since, $until) (the clock hours from the one holding
+-- its last request less that many days): their rate per day, and their needs above the baseline at the
+-- $probabilities, nearest rank as quantile_disc takes them, from the distribution kept per hour in agg_need_hours
+-- (each quantile is the largest need of its bucket: at most 0.8 % above the request's own). What a rising level
+-- would no longer fit. Used by oomlab.analyses.fleet.forecast.
 WITH windowed AS (
-    SELECT instance, gpu_index, ts, need_bytes FROM fct_water_requests WHERE ($since::TIMESTAMP IS NULL OR ts >= $since) AND ($until::TIMESTAMP IS NULL OR ts < $until)
-),
-ends AS (SELECT instance, gpu_index, max(ts) AS last_ts FROM windowed GROUP BY ALL)
-SELECT instance, gpu_index,
-       count(*) * 86400 / greatest(epoch(max(ts)) - epoch(min(ts)), MIN_RATE_SPAN_S()) AS requests_per_day,
-       quantile_disc(need_bytes, $probabilities) AS needs
-FROM windowed JOIN ends USING (instance, gpu_index)
-WHERE ts > last_ts - to_days(RECENT_NEEDS_DAYS())
-GROUP BY ALL;
+    SELECT * FROM agg_water_hours
+    WHERE ($since::TIMESTAMP IS NULL OR hour >= $since) AND ($until::TIMESTAMP IS NULL OR hour < $until)
+), ends AS (
+    SELECT instance, gpu_index, max(last_ts) AS last_ts FROM windowed GROUP BY ALL
+), recent AS (
+    SELECT w.instance, w.gpu_index, w.hour, w.requests, w.first_ts, w.last_ts
+    FROM windowed AS w JOIN ends AS e USING (instance, gpu_index)
+    WHERE w.hour >= date_trunc('hour', e.last_ts - to_days(RECENT_NEEDS_DAYS()))
+), rates AS (
+    SELECT instance, gpu_index, sum(requests) AS n,
+           sum(requests) * 86400 / greatest(epoch(max(last_ts)) - epoch(min(first_ts)), MIN_RATE_SPAN_S())
+               AS requests_per_day
+    FROM recent
+    GROUP BY ALL
+), distribution AS (
+    SELECT instance, gpu_index, need_bucket, max(h.need_bytes) AS need_bytes,
+           sum(sum(h.requests)) OVER (PARTITION BY instance, gpu_index ORDER BY need_bucket
+                                      ROWS UNBOUNDED PRECEDING) AS at_or_below
+    FROM agg_need_hours AS h JOIN recent AS r USING (instance, gpu_index, hour)
+    GROUP BY instance, gpu_index, need_bucket
+), ranks AS (
+    SELECT p, i FROM (SELECT unnest($probabilities::DOUBLE[]) AS p, generate_subscripts($probabilities::DOUBLE[], 1) AS i)
+), picked AS (
+    SELECT r.instance, r.gpu_index, k.i, min(d.need_bytes) AS need_bytes
+    FROM rates AS r CROSS JOIN ranks AS k
+    JOIN distribution AS d ON d.instance = r.instance AND d.gpu_index = r.gpu_index AND d.at_or_below >= ceil(r.n * k.p)
+    GROUP BY ALL
+)
+SELECT r.instance, r.gpu_index, r.requests_per_day, list(k.need_bytes ORDER BY k.i) AS needs
+FROM rates AS r JOIN picked AS k USING (instance, gpu_index)
+GROUP BY r.instance, r.gpu_index, r.requests_per_day;

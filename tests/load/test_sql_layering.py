@@ -95,9 +95,15 @@ def test_each_view_query_and_macro_reads_only_the_layers_below(path: Path) -> No
 # shrinks, and a new reader of raw requests fails here.
 RAW_REQUEST_READERS = {
     "fct_prompt_requests",
-    "fct_water_requests",
+    "fct_water_requests",  # per-request levels for `oomlab query`: no analysis reads it (below)
     "q_incident_requests",
 }
+
+
+def test_no_analysis_reads_the_per_request_water_levels() -> None:
+    readers = {p.stem for p in FILES if "fct_water_requests" in objects_read(p.read_text(encoding="utf-8"))}
+    code = [p for p in _python_modules() if "fct_water_requests" in p.read_text(encoding="utf-8")]
+    assert readers == set() and code == []
 
 
 def test_only_the_aggregate_tier_reads_every_request() -> None:
