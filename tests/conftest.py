@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
+import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -143,3 +146,44 @@ def impossible_db(tmp_path_factory) -> Path:
     result = CliRunner().invoke(cli, ["ingest", str(folder), "--db", str(path), "--quiet"])
     assert result.exit_code == 0, result.output
     return path
+
+
+# Spark (the `spark` extra: pyspark and Java 17+). Without it the Spark tests are skipped, except where
+# OOMLAB_REQUIRE_SPARK is set (CI), where a missing Spark fails.
+HAVE_SPARK = importlib.util.find_spec("pyspark") is not None and shutil.which("java") is not None
+if not HAVE_SPARK and os.environ.get("OOMLAB_REQUIRE_SPARK"):
+    raise RuntimeError("OOMLAB_REQUIRE_SPARK is set but pyspark or java is missing: pip install '.[spark]'")
+needs_spark = pytest.mark.skipif(not HAVE_SPARK, reason="pyspark and java are needed (the spark extra)")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One Spark session in local mode with 2 executor threads for the whole run (starting one takes ~15 s),
+    stopped at the end; times in UTC as oomlab's are."""
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("oomlab-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
+
+
+def fail_lake_write_of(monkeypatch: pytest.MonkeyPatch, table: str) -> None:
+    """Make the lake's writer stop with KeyboardInterrupt when it reaches `table`: an interrupted write."""
+    from oomlab.load import lake
+
+    real_copy = lake._copy_partitioned
+
+    def failing(con, select, folder, time_column, pattern):
+        if folder.name == table:
+            raise KeyboardInterrupt
+        return real_copy(con, select, folder, time_column, pattern)
+
+    monkeypatch.setattr(lake, "_copy_partitioned", failing)

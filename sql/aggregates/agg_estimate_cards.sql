@@ -15,10 +15,7 @@ WITH measured AS (
     FROM stg_requests
     WHERE device_total > 0 AND instance IS NOT NULL AND NOT is_oom AND peak_allocated IS NOT NULL
       AND batch_size > 0 AND input_sequence_length IS NOT NULL AND output_sequence_length IS NOT NULL
-      AND oomlab_request_possible(
-              gpu_index, latency_ms, batch_size, input_sequence_length, output_sequence_length,
-              requested_size, available_memory, allocator_allocated, reserved_memory, allocated_before,
-              allocated_after, reserved_before, reserved_after, peak_allocated, device_total)
+      AND sizes_possible
 )
 SELECT
     model_version,

@@ -8,10 +8,7 @@ WITH needs AS (
            greatest(peak_allocated - allocated_before, 0) AS need_bytes
     FROM stg_requests
     WHERE device_total > 0 AND instance IS NOT NULL
-      AND oomlab_request_possible(
-              gpu_index, latency_ms, batch_size, input_sequence_length, output_sequence_length,
-              requested_size, available_memory, allocator_allocated, reserved_memory, allocated_before,
-              allocated_after, reserved_before, reserved_after, peak_allocated, device_total)
+      AND sizes_possible
 )
 SELECT instance, gpu_index, hour, oomlab_fine_bucket(need_bytes) AS need_bucket, count(*) AS requests,
        max(need_bytes) AS need_bytes

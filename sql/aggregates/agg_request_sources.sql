@@ -9,11 +9,6 @@ SELECT
     count(*) AS requests,
     min(ts) AS first_ts,
     max(ts) AS last_ts,
-    count(*) FILTER (
-        WHERE NOT oomlab_request_possible(
-            gpu_index, latency_ms, batch_size, input_sequence_length, output_sequence_length,
-            requested_size, available_memory, allocator_allocated, reserved_memory, allocated_before,
-            allocated_after, reserved_before, reserved_after, peak_allocated, device_total)
-    ) AS impossible_rows
+    count(*) FILTER (WHERE NOT sizes_possible) AS impossible_rows
 FROM stg_requests
 GROUP BY source_id, model_version;

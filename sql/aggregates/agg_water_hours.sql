@@ -35,10 +35,7 @@ WITH ordered AS (
         lead(ts) OVER w AS next_ts
     FROM stg_requests
     WHERE device_total > 0 AND instance IS NOT NULL
-      AND oomlab_request_possible(
-              gpu_index, latency_ms, batch_size, input_sequence_length, output_sequence_length,
-              requested_size, available_memory, allocator_allocated, reserved_memory, allocated_before,
-              allocated_after, reserved_before, reserved_after, peak_allocated, device_total)
+      AND sizes_possible
     WINDOW w AS (PARTITION BY instance, gpu_index ORDER BY ts, source_id, line)
 ), held AS (
     SELECT

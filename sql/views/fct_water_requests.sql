@@ -43,10 +43,7 @@ WITH ordered AS (
             false) AS starts_lifetime
     FROM stg_requests AS r
     WHERE r.device_total > 0 AND r.instance IS NOT NULL
-      AND oomlab_request_possible(
-              r.gpu_index, r.latency_ms, r.batch_size, r.input_sequence_length, r.output_sequence_length,
-              r.requested_size, r.available_memory, r.allocator_allocated, r.reserved_memory, r.allocated_before,
-              r.allocated_after, r.reserved_before, r.reserved_after, r.peak_allocated, r.device_total)
+      AND r.sizes_possible
     -- requests of one microsecond in file and line order, as agg_water_hours orders them
     WINDOW w AS (PARTITION BY r.instance, r.gpu_index ORDER BY r.ts, r.source_id, r.line)
 )

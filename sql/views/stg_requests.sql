@@ -12,6 +12,12 @@ SELECT ts, instance, coalesce(gpu_index, 0) AS gpu_index, model_version, request
        allocator_allocated, reserved_memory, allocated_before, allocated_after, reserved_before, reserved_after,
        peak_allocated, device_total, source_id, line, extra,
        coalesce(oomlab_is_oom(status, error), false) AS is_oom,
+       -- whether its sizes could be a device's (oomlab_request_possible; false only for rows an earlier version
+       -- loaded): computed only where a view reads it
+       oomlab_request_possible(
+           gpu_index, latency_ms, batch_size, input_sequence_length, output_sequence_length, requested_size,
+           available_memory, allocator_allocated, reserved_memory, allocated_before, allocated_after,
+           reserved_before, reserved_after, peak_allocated, device_total) AS sizes_possible,
        TRY_CAST(coalesce(extra ->> 'pid', extra ->> 'process_id', extra ->> 'worker_pid') AS BIGINT) AS pid
 FROM requests
 WHERE ts BETWEEN TS_EARLIEST() AND CAST(now() AS TIMESTAMP) + TS_AHEAD();

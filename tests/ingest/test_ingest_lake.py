@@ -17,7 +17,7 @@ from oomlab.cli.main import cli
 from oomlab.config import IngestOptions
 from oomlab.load import lake as layout
 
-from conftest import FLEET, H200
+from conftest import FLEET, H200, fail_lake_write_of
 
 SNAPSHOT = H200 / "fragmentation" / "snapshot_fragmented_oom.pickle.gz"
 SERVE_MIXED = H200 / "serve_mixed" / "requests.jsonl.gz"
@@ -184,14 +184,7 @@ def test_an_interrupted_write_leaves_the_lake_as_it_was(tmp_path: Path, monkeypa
     lake = tmp_path / "lake"
     _ingest_lake(lake, a)
     before = _files(lake)
-    real_copy = layout._copy_partitioned
-
-    def fail_on_frames(con, select, folder, time_column, pattern):
-        if folder.name == "frames":
-            raise KeyboardInterrupt
-        return real_copy(con, select, folder, time_column, pattern)
-
-    monkeypatch.setattr(layout, "_copy_partitioned", fail_on_frames)
+    fail_lake_write_of(monkeypatch, "frames")
     with pytest.raises(KeyboardInterrupt):
         api.ingest_lake(lake, [str(b)], IngestOptions())
     assert _files(lake) == before

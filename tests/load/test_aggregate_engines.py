@@ -10,9 +10,7 @@ and Java (the spark extra) the Spark half is skipped, except in CI (OOMLAB_REQUI
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -29,12 +27,7 @@ from oomlab.load.aggregate import MANIFEST, RAW_TABLES, aggregate_lake, table_co
 from oomlab.load.lake import LAKE_TABLES
 from oomlab.load.sql import names_in
 
-from conftest import H200, read_jsonl_gz
-
-HAVE_SPARK = importlib.util.find_spec("pyspark") is not None and shutil.which("java") is not None
-if not HAVE_SPARK and os.environ.get("OOMLAB_REQUIRE_SPARK"):
-    raise RuntimeError("OOMLAB_REQUIRE_SPARK is set but pyspark or java is missing: pip install '.[spark]'")
-needs_spark = pytest.mark.skipif(not HAVE_SPARK, reason="pyspark and java are needed (the spark extra)")
+from conftest import H200, needs_spark, read_jsonl_gz
 
 AGGREGATES = names_in("aggregates")
 FLOAT_TOLERANCE = 1e-6
@@ -92,23 +85,6 @@ def duckdb_set(fleet_lake: Path) -> Path:
     out = fleet_lake.parent / "agg-duckdb"
     api.aggregate(fleet_lake, out, "duckdb")
     return out
-
-
-@pytest.fixture(scope="module")
-def spark():
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("oomlab-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,9 @@ from click.testing import CliRunner
 
 from oomlab import api
 from oomlab.cli.main import cli
-from oomlab.load import lake as lake_module
 from oomlab.load.lake import LAKE_TABLES
 
-from conftest import H200
+from conftest import H200, fail_lake_write_of
 
 SNAPSHOT = H200 / "fragmentation" / "snapshot_fragmented_oom.pickle.gz"
 
@@ -99,14 +98,7 @@ def test_an_interrupted_export_leaves_the_previous_lake_whole(
 ) -> None:
     lake = tmp_path / "lake"
     api.lake_export(snapshot_db, lake)
-    real_write = lake_module._copy_partitioned
-
-    def fail_on_frames(con, select, folder, time_column, pattern):
-        if folder.name == "frames":
-            raise KeyboardInterrupt
-        return real_write(con, select, folder, time_column, pattern)
-
-    monkeypatch.setattr(lake_module, "_copy_partitioned", fail_on_frames)
+    fail_lake_write_of(monkeypatch, "frames")
     with pytest.raises(KeyboardInterrupt):
         api.lake_export(fleet_db, lake)
     assert _lake_rows(lake, "requests") == 0  # still the snapshot database's lake

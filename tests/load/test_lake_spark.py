@@ -6,9 +6,6 @@ OOMLAB_REQUIRE_SPARK=1, so there a missing Spark fails instead.
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import shutil
 from pathlib import Path
 
 import duckdb
@@ -19,10 +16,9 @@ from polars.testing import assert_frame_equal
 from oomlab import api
 from oomlab.load.lake import LAKE_TABLES
 
-HAVE_SPARK = importlib.util.find_spec("pyspark") is not None and shutil.which("java") is not None
-if not HAVE_SPARK and os.environ.get("OOMLAB_REQUIRE_SPARK"):
-    raise RuntimeError("OOMLAB_REQUIRE_SPARK is set but pyspark or java is missing: pip install '.[spark]'")
-pytestmark = pytest.mark.skipif(not HAVE_SPARK, reason="pyspark and java are needed (the spark extra)")
+from conftest import needs_spark
+
+pytestmark = needs_spark
 
 # Per day and model version: the numbers the weekly review starts from, each a sum, count or extreme (exact),
 # written once in DuckDB's dialect and transpiled for Spark with sqlglot, as the aggregate SQL will be.
@@ -33,22 +29,6 @@ SELECT CAST(date AS VARCHAR) AS day, coalesce(model_version, '') AS model_versio
 FROM requests GROUP BY 1, 2
 """
 DAILY_COLUMNS = ["day", "model_version", "requests", "ooms", "batch_sum", "longest_prompt", "first_ts"]
-
-
-@pytest.fixture(scope="module")
-def spark():
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("oomlab-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")
