@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -64,6 +65,7 @@ def run_size(work: Path, requests: int, engines: list[str]) -> dict[str, float]:
     print(f"single database: ingest {ingest.seconds:.1f} s, peak {ingest.peak_mib / 1024:.2f} GB")
     found = measure(oomlab_argv("findings", "--db", str(db), "--json", str(work / "findings.json")))
     print(f"single database: findings {found.seconds:.1f} s, peak {found.peak_mib / 1024:.2f} GB")
+    shutil.rmtree(lake, ignore_errors=True)  # a lake kept from a run before would skip every file
     lake_ingest = measure(oomlab_argv("ingest", str(fleet), "--lake", str(lake), "--quiet"))
     print(
         f"lake: ingest {lake_ingest.seconds:.1f} s = {lake_ingest.seconds / ingest.seconds:.2f}x the database's, "
@@ -72,6 +74,7 @@ def run_size(work: Path, requests: int, engines: list[str]) -> dict[str, float]:
     figures: dict[str, float] = {"requests": rows, "findings_s": found.seconds}
     for engine in engines:
         out = work / f"agg-{engine}"
+        shutil.rmtree(out, ignore_errors=True)
         aggregated = measure(oomlab_argv("aggregate", "--lake", str(lake), "--out", str(out), "--engine", engine))
         cores = SPARK_CORES if engine == "spark" else os.cpu_count() or 1
         per_core = rows / (aggregated.seconds * cores)
