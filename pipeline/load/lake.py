@@ -188,11 +188,8 @@ def _copy(con: duckdb.DuckDBPyConnection, select: str, target: Path, options: st
     """DuckDB's COPY TO (parallel, streaming); the rows it wrote. The statement is built here, not kept in
     sql/, because COPY takes no bound parameter for its path: the path is written as an SQL string literal,
     quotes doubled."""
-    return int(
-        con.execute(f"COPY ({select}) TO {_literal(target)} (FORMAT parquet, COMPRESSION zstd{options})").fetchall()[0][
-            0
-        ]
-    )
+    written = con.execute(f"COPY ({select}) TO {_literal(target)} (FORMAT parquet, COMPRESSION zstd{options})")
+    return int(written.fetchall()[0][0])
 
 
 def _literal(path: Path) -> str:
@@ -243,10 +240,10 @@ def _move_data_files(folder: Path, target: Path) -> None:
 
 
 def _replace_cron_files(staging: Path, lake: Path) -> None:
-    for old in (lake / "job_occurrences").glob("**/cron_*.parquet") if (lake / "job_occurrences").is_dir() else []:
+    for old in (lake / "job_occurrences").glob("**/cron_*.parquet"):
         old.unlink()
     staged = staging / "job_occurrences"
-    for new in staged.glob("**/cron_*.parquet") if staged.is_dir() else []:
+    for new in staged.glob("**/cron_*.parquet"):
         target = lake / "job_occurrences" / new.relative_to(staged)
         target.parent.mkdir(parents=True, exist_ok=True)
         new.rename(target)
