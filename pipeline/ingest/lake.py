@@ -37,6 +37,13 @@ def ingest_into_lake(
     ahead: Ahead | None = None,
 ) -> IngestReport:
     """Ingest `files` into the lake at `lake`; the same report as a database ingest."""
+    with layout.writing(lake):
+        return _ingest(lake, files, options, progress, ahead)
+
+
+def _ingest(
+    lake: Path, files: list[InputFile], options: IngestOptions, progress: Progress | None, ahead: Ahead | None
+) -> IngestReport:
     layout.prepare(lake)
     staging = layout.new_staging(lake)
     try:

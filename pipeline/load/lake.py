@@ -11,13 +11,17 @@ whole lake covers, not on one file, so they are kept apart as `cron_0.parquet` f
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
+
+from ..errors import OomlabError
 
 # The tables of the lake and the time column each is partitioned by (`date=YYYY-MM-DD`, UTC), or None for a
 # table partitioned by source only: rejects and calendars (small), and the snapshot tables, whose rows carry no
@@ -50,13 +54,36 @@ SOURCE_PARTITION = "source_id"
 STAGING_PREFIX = ".staging-"
 DATA_FILE = "data_0.parquet"
 CRON_PATTERN = "cron_{i}"
+LOCK_FILE = ".oomlab-lock"
 SOURCE_IDS_TABLE = "lake_write_ids"
+
+
+@contextmanager
+def writing(lake: Path) -> Iterator[None]:
+    """Hold the lake for one writer (an ingest or an export) until the block ends: a second one would take the
+    first one's staging folder for an interrupted write's and delete it. The lock is the kernel's (flock), so it
+    goes with the process that held it, however that ended."""
+    lake.mkdir(parents=True, exist_ok=True)
+    with open(lake / LOCK_FILE, "a", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise OomlabError(
+                f"lake {lake} is busy: another oomlab ingest or export is writing it",
+                hint="wait for it to finish or pass another lake",
+            ) from None
+        yield
 
 
 def export_lake(con: duckdb.DuckDBPyConnection, lake: Path) -> dict[str, int]:
     """Write every lake table of the database behind `con` under `lake`, replacing what an earlier export or
     ingest wrote there; the rows written per table. Everything is staged first and each table's folder is
     swapped in only when all are written, so an interrupted export leaves the previous lake whole."""
+    with writing(lake):
+        return _export(con, lake)
+
+
+def _export(con: duckdb.DuckDBPyConnection, lake: Path) -> dict[str, int]:
     prepare(lake)
     staging = new_staging(lake)
     try:

@@ -188,7 +188,7 @@ def test_an_interrupted_write_leaves_the_lake_as_it_was(tmp_path: Path, monkeypa
     with pytest.raises(KeyboardInterrupt):
         api.ingest_lake(lake, [str(b)], IngestOptions())
     assert _files(lake) == before
-    assert not [p for p in lake.iterdir() if p.name.startswith(".")]
+    assert not [p for p in lake.iterdir() if p.name.startswith(layout.STAGING_PREFIX)]
 
 
 def test_files_moved_in_before_the_manifest_are_removed_by_the_next_ingest(
@@ -211,6 +211,18 @@ def test_files_moved_in_before_the_manifest_are_removed_by_the_next_ingest(
     monkeypatch.undo()
     _ingest_lake(lake, a, b)
     assert _differences(db, lake) == {}
+
+
+def test_a_second_writer_is_refused_while_one_writes(tmp_path: Path) -> None:
+    """Two ingests into one lake: the second would take the first one's staging folder for an interrupted write's
+    and delete it, so it is refused in one line while the first holds the lake."""
+    lake = tmp_path / "lake"
+    _ingest_lake(lake, SERVE_MIXED)
+    with layout.writing(lake):
+        result = CliRunner().invoke(cli, ["ingest", str(SNAPSHOT), "--lake", str(lake), "--quiet"])
+        assert result.exit_code != 0 and "is busy" in result.output and "Traceback" not in result.output
+    _ingest_lake(lake, SNAPSHOT)  # free again once the first has finished
+    assert layout.manifest_ids(lake) == [1, 2]
 
 
 def test_db_and_lake_together_is_a_usage_error(tmp_path: Path) -> None:

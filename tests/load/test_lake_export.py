@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from oomlab import api
 from oomlab.cli.main import cli
-from oomlab.load.lake import LAKE_TABLES
+from oomlab.load.lake import LAKE_TABLES, STAGING_PREFIX
 
 from conftest import H200, fail_lake_write_of
 
@@ -90,7 +90,7 @@ def test_a_second_export_replaces_the_first(snapshot_db: Path, fleet_db: Path, t
     api.lake_export(snapshot_db, lake)
     assert _lake_rows(lake, "requests") == 0
     assert _lake_rows(lake, "trace_events") == _db_rows(snapshot_db, "trace_events")
-    assert not [p for p in lake.iterdir() if p.name.startswith(".")]
+    assert not [p for p in lake.iterdir() if p.name.startswith(STAGING_PREFIX)]
 
 
 def test_an_interrupted_export_leaves_the_previous_lake_whole(
@@ -103,7 +103,7 @@ def test_an_interrupted_export_leaves_the_previous_lake_whole(
         api.lake_export(fleet_db, lake)
     assert _lake_rows(lake, "requests") == 0  # still the snapshot database's lake
     assert _lake_rows(lake, "trace_events") == _db_rows(snapshot_db, "trace_events")
-    assert not [p for p in lake.iterdir() if p.name.startswith(".")]
+    assert not [p for p in lake.iterdir() if p.name.startswith(STAGING_PREFIX)]
 
 
 def test_cli_names_the_tables_it_wrote(snapshot_db: Path, tmp_path: Path) -> None:
