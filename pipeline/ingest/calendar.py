@@ -134,7 +134,9 @@ def refresh_rule_occurrences(
 
 
 def _widest(a: datetime | None, b: datetime | None, pick: Callable[..., datetime]) -> datetime | None:
-    return pick(a, b) if a is not None and b is not None else a if b is None else b
+    """`pick` (min or max) of the two times that are known; None when neither is."""
+    known = [t for t in (a, b) if t is not None]
+    return pick(known) if known else None
 
 
 def _rules_by_source(con: duckdb.DuckDBPyConnection) -> dict[int, list[JobRule]]:

@@ -51,7 +51,7 @@ def _ingest(
             known = _seed(con, lake)
             report = ingest_files(con, files, options, progress, ahead)
             refresh_rule_occurrences(con, _lake_time(con, lake))
-            current = {r[0] for r in con.execute("SELECT source_id FROM sources").fetchall()}
+            current = _source_ids(con)
             out = staging / "out"
             out.mkdir()
             layout.write_source_rows(con, out, sorted(current - known))
@@ -80,6 +80,10 @@ def _seed(con: duckdb.DuckDBPyConnection, lake: Path) -> set[int]:
     run_file(con, "lake_advance_ids", dict(zip(("sources", "snapshots", "events"), max_ids, strict=True)))
     for table in ("calendar_rules", "gpu_samples", "gpu_process_samples"):
         run_file(con, f"lake_seed_{table}", {"glob": globs[table]})
+    return _source_ids(con)
+
+
+def _source_ids(con: duckdb.DuckDBPyConnection) -> set[int]:
     return {r[0] for r in con.execute("SELECT source_id FROM sources").fetchall()}
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import duckdb
 
+from .lake import DATA_FILE, copy_to_parquet, path_literal
 from .sql import creation_order, names_in, sql_text
 
 if TYPE_CHECKING:
@@ -35,10 +36,6 @@ class Engine(Protocol):
     def close(self) -> None: ...
 
 
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 class DuckDBEngine:
     """DuckDB in memory, with oomlab's macros; its buffer pool capped like a database's (load/connection)."""
 
@@ -55,7 +52,7 @@ class DuckDBEngine:
                 self.con.execute(sql_text(name))
 
     def lake_table(self, table: str, folder: Path, columns: dict[str, str]) -> None:
-        files = _literal(str(folder / "**" / "*.parquet"))
+        files = path_literal(folder / "**" / "*.parquet")
         chosen = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in columns.items())
         self.con.execute(
             f'CREATE OR REPLACE VIEW "{table}" AS SELECT {chosen} '
@@ -67,9 +64,7 @@ class DuckDBEngine:
 
     def write(self, relation: str, folder: Path) -> int:
         folder.mkdir(parents=True)
-        target = _literal(str(folder / "data_0.parquet"))
-        copied = self.con.execute(f'COPY (SELECT * FROM "{relation}") TO {target} (FORMAT parquet, COMPRESSION zstd)')
-        return int(copied.fetchall()[0][0])
+        return copy_to_parquet(self.con, f'SELECT * FROM "{relation}"', folder / DATA_FILE, "")
 
     def close(self) -> None:
         self.con.close()
@@ -102,7 +97,7 @@ class SparkEngine:
     def write(self, relation: str, folder: Path) -> int:
         self.spark.table(relation).write.option("compression", "zstd").parquet(str(folder))
         # counted from the written files' footers (no second Spark job per table: a second or more each)
-        files = _literal(str(folder / "*.parquet"))
+        files = path_literal(folder / "*.parquet")
         return int(duckdb.sql(f"SELECT count(*) FROM read_parquet({files})").fetchall()[0][0])
 
     def close(self) -> None:

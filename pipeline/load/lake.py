@@ -129,7 +129,7 @@ def manifest_ids(lake: Path) -> list[int]:
     path = manifest_path(lake)
     if not path.exists():
         return []
-    return [r[0] for r in duckdb.sql(f"SELECT source_id FROM read_parquet({_literal(path)})").fetchall()]
+    return [r[0] for r in duckdb.sql(f"SELECT source_id FROM read_parquet({path_literal(path)})").fetchall()]
 
 
 def source_folders(lake: Path) -> list[Path]:
@@ -184,7 +184,7 @@ def write_cron_occurrences(con: duckdb.DuckDBPyConnection, staging: Path) -> int
 def write_manifest(con: duckdb.DuckDBPyConnection, staging: Path) -> int:
     """The `sources` table as the manifest `staging/sources/data_0.parquet`; its rows."""
     (staging / MANIFEST).mkdir(exist_ok=True)
-    return _copy(con, "SELECT * FROM sources ORDER BY source_id", staging / MANIFEST / DATA_FILE, "")
+    return copy_to_parquet(con, "SELECT * FROM sources ORDER BY source_id", staging / MANIFEST / DATA_FILE, "")
 
 
 def _copy_partitioned(
@@ -194,7 +194,7 @@ def _copy_partitioned(
     dated = f'SELECT *, CAST("{time_column}" AS DATE) AS {PARTITION_COLUMN} FROM ({select})' if by_time else select
     partitions = f"{PARTITION_COLUMN}, {SOURCE_PARTITION}" if by_time else SOURCE_PARTITION
     options = f", PARTITION_BY ({partitions}), FILENAME_PATTERN '{pattern}', OVERWRITE_OR_IGNORE"
-    return _copy(con, dated, folder, options)
+    return copy_to_parquet(con, dated, folder, options)
 
 
 def settle_placeholder(con: duckdb.DuckDBPyConnection, folder: Path, table: str) -> None:
@@ -208,18 +208,19 @@ def settle_placeholder(con: duckdb.DuckDBPyConnection, folder: Path, table: str)
         placeholder.unlink(missing_ok=True)
     elif not placeholder.exists():
         folder.mkdir(parents=True, exist_ok=True)
-        _copy(con, f'SELECT * FROM "{table}" LIMIT 0', placeholder, "")
+        copy_to_parquet(con, f'SELECT * FROM "{table}" LIMIT 0', placeholder, "")
 
 
-def _copy(con: duckdb.DuckDBPyConnection, select: str, target: Path, options: str) -> int:
+def copy_to_parquet(con: duckdb.DuckDBPyConnection, select: str, target: Path, options: str) -> int:
     """DuckDB's COPY TO (parallel, streaming); the rows it wrote. The statement is built here, not kept in
     sql/, because COPY takes no bound parameter for its path: the path is written as an SQL string literal,
     quotes doubled."""
-    written = con.execute(f"COPY ({select}) TO {_literal(target)} (FORMAT parquet, COMPRESSION zstd{options})")
+    written = con.execute(f"COPY ({select}) TO {path_literal(target)} (FORMAT parquet, COMPRESSION zstd{options})")
     return int(written.fetchall()[0][0])
 
 
-def _literal(path: Path) -> str:
+def path_literal(path: Path) -> str:
+    """A path as an SQL string literal, quotes doubled: where DuckDB takes no bound parameter (COPY's target)."""
     return "'" + str(path).replace("'", "''") + "'"
 
 
