@@ -28,9 +28,7 @@ def findings(
     table = card_thresholds(con, since, until, counts)
     if table.is_empty():
         return []
-    one_metric = counts.filter(pl.col("metric") == "batch_x_input")
-    clean = int(one_metric.select(pl.col("oks").sum() + pl.col("fails").sum() - pl.col("adjusted").sum()).item())
-    model = fit_risk_model(con, since, until, clean_requests=clean)
+    model = fit_risk_model(con, since, until)
     params = window_params(since, until)
     ooms = (
         con.sql(sql_text("q_prompt_oom_counts"), params=params)
@@ -54,7 +52,9 @@ def _finding(
     )
     if row["scope"] == "version":
         mine = mine.filter(pl.col("model_version") == row["model_version"])
-    explained = mine.filter(pl.col(row["metric"]) > row["threshold"]).height
+    explained = int(
+        mine.filter((pl.col("metric") == row["metric"]) & (pl.col("own_size") > row["threshold"]))["ooms"].sum()
+    )
     support = row["ooms"] / (row["ooms"] + 3)  # a handful of failures is a hint, a hundred a fact
     purity = 1 - row["errors"] / (row["ooms"] + row["errors"])
     first, last = (mine[c].min() if mine.height else None for c in ("first_ts", "last_ts"))

@@ -24,7 +24,7 @@ from pathlib import Path
 from ..errors import OomlabError
 from .engines import Engine
 from .lake import LAKE_TABLES, manifest_path
-from .sql import names_in, sql_text
+from .sql import creation_order, names_in, sql_text
 
 RAW_TABLES = frozenset({"requests"})
 MANIFEST = "_aggregates.json"
@@ -66,8 +66,16 @@ def _write_set(lake: Path, staging: Path, engine: Engine) -> dict[str, int]:
 
 @cache
 def staged_views(aggregates: tuple[str, ...]) -> tuple[str, ...]:
-    """The stg_ views the aggregates read (created on the engine over the lake's tables first)."""
-    return tuple(sorted({v for name in aggregates for v in _STAGED.findall(_code(sql_text(name)))}))
+    """The stg_ views the aggregates read, and those these read, in an order that creates each after what it names
+    (created on the engine over the lake's tables first)."""
+    needed: set[str] = set()
+    pending = [v for name in aggregates for v in _STAGED.findall(_code(sql_text(name)))]
+    while pending:
+        view = pending.pop()
+        if view not in needed:
+            needed.add(view)
+            pending.extend(_STAGED.findall(_code(sql_text(view))))
+    return tuple(name for name in creation_order() if name in needed)
 
 
 def _code(sql: str) -> str:

@@ -65,6 +65,11 @@ CREATE OR REPLACE MACRO SIZE_COST_MAX_ERROR() AS 0.05;
 CREATE OR REPLACE MACRO FRAGMENTED_REQUEST_MULTIPLE() AS 2;
 CREATE OR REPLACE MACRO FRAGMENTED_CARD_SHARE() AS 0.1;
 
+-- The prompt-risk model learns from at most this many clean requests (~2 s of 5-fold CV on two cores; a boundary
+-- this sharp needs no more): the ones with the lowest sample_key in the window (q_prompt_clean_requests), out of the
+-- sample agg_prompt_sample keeps per day.
+CREATE OR REPLACE MACRO PROMPT_MODEL_ROWS() AS 50000;
+
 -- fct_oom_instance_limits: the typical large request is this quantile of what successful requests added at
 -- their peak; the few largest above it are outliers, not the size to plan for.
 CREATE OR REPLACE MACRO LARGE_REQUEST_QUANTILE() AS 0.95;

@@ -240,3 +240,26 @@ def test_model_risk_rises_with_batch_x_tokens(model) -> None:
     )
     risk = model.predict(frame)
     assert risk[0] < 0.01 and risk[1] < 0.01 and risk[2] > 0.5
+
+
+def test_the_model_sample_is_the_lowest_keys_of_the_clean_requests(fleet_db, tmp_path) -> None:
+    """With the model's rows cut to 2,000 (so that every day of the sample fleet is cut, not kept whole), the rows
+    the model learns from are exactly the 2,000 clean requests with the lowest sample_key, from every day, and no
+    day keeps far more than its 2 x 2,000 (the count is binomial around it)."""
+    copy = tmp_path / "fleet.duckdb"
+    copy.write_bytes(fleet_db.read_bytes())
+    with duckdb.connect(str(copy)) as con:
+        con.execute("CREATE OR REPLACE MACRO PROMPT_MODEL_ROWS() AS 2000")
+        sampled = prompt_risk.model_rows(con)
+        lowest = con.sql(
+            "SELECT r.model_version, r.batch_x_input, r.batch_x_tokens FROM fct_prompt_requests AS r "
+            "JOIN stg_prompt_requests AS s USING (instance, gpu_index, ts, request_id, batch_size, "
+            "input_sequence_length, output_sequence_length) "
+            "WHERE r.excluded_because IS NULL AND r.at_fresh_baseline ORDER BY s.sample_key LIMIT 2000"
+        ).pl()
+        per_day = con.execute("SELECT day, count(*) FROM agg_prompt_sample GROUP BY day").fetchall()
+        days = con.execute("SELECT count(DISTINCT CAST(ts AS DATE)) FROM stg_prompt_requests").fetchall()[0][0]
+    assert sampled.height == 2000
+    key = ["model_version", "batch_x_input", "batch_x_tokens"]
+    assert sampled.select(key).sort(key).equals(lowest.sort(key))
+    assert len(per_day) == days > 7 and all(n <= 2 * 2000 + 6 * 2000**0.5 for _, n in per_day)

@@ -185,3 +185,25 @@ def test_master_without_spark_is_a_usage_error(tmp_path: Path) -> None:
         cli, ["aggregate", "--lake", str(tmp_path), "--out", str(tmp_path / "a"), "--master", "local[4]"]
     )
     assert result.exit_code == 2 and "--engine spark" in result.output
+
+
+@needs_spark
+def test_sample_cuts_agree_and_keep_their_share(spark) -> None:
+    """agg_prompt_sample keeps a day's keys below oomlab_sample_cut(n, keep): the same text on both engines, from
+    a day a little over `keep` to a fleet's 3.5 billion requests, and a share of 16^15 within one step of keep / n."""
+    from oomlab.load.engines import DuckDBEngine, SparkEngine
+
+    counts = [99_999, 100_000, 100_001, 1_000_003, 87_654_321, 3_500_000_000, 2**62]
+    query = "SELECT n, oomlab_sample_cut(n, 100000) AS cut FROM counts ORDER BY n"
+    duck = DuckDBEngine()
+    duck.con.execute("CREATE TABLE counts AS SELECT unnest($v::BIGINT[]) AS n", {"v": counts})
+    duck.execute(f"CREATE VIEW cuts AS {query}")
+    expected = duck.con.execute("SELECT * FROM cuts").fetchall()
+    duck.close()
+    spark.createDataFrame([(v,) for v in counts], "n BIGINT").createOrReplaceTempView("counts")
+    SparkEngine(session=spark).execute(f"CREATE VIEW cuts AS {query}")
+    assert [(r["n"], r["cut"]) for r in spark.table("cuts").collect()] == expected
+    assert [cut for n, cut in expected if n <= 100_000] == [None, None]
+    for n, cut in expected[2:]:
+        assert len(cut) == 15 and cut == cut.lower()
+        assert abs(int(cut, 16) - 100_000 / n * 16**15) <= 1 + 16**15 * 1e-15

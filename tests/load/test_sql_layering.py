@@ -94,21 +94,30 @@ def test_each_view_query_and_macro_reads_only_the_layers_below(path: Path) -> No
 # `oomlab aggregate` computes from a lake on DuckDB or Spark. Issue 16 moves each onto an aggregate; this list only
 # shrinks, and a new reader of raw requests fails here.
 RAW_REQUEST_READERS = {
-    "fct_prompt_requests",
+    "fct_prompt_requests",  # per-request prompt sizes for `oomlab query` and inspection: no analysis reads it (below)
     "fct_water_requests",  # per-request levels for `oomlab query`: no analysis reads it (below)
     "q_incident_requests",
 }
+# The staged views of one row per request (stg_prompt_requests: stg_requests with its sizes weighed).
+PER_REQUEST = {"stg_requests", "stg_prompt_requests"}
 
 
-def test_no_analysis_reads_the_per_request_water_levels() -> None:
+def test_no_analysis_reads_the_per_request_views() -> None:
     readers = {p.stem for p in FILES if "fct_water_requests" in objects_read(p.read_text(encoding="utf-8"))}
     code = [p for p in _python_modules() if "fct_water_requests" in p.read_text(encoding="utf-8")]
     assert readers == set() and code == []
+    # q_prompt_rows is what prompt_threshold.prompt_requests returns, and only tests call that
+    readers = {p.stem for p in FILES if "fct_prompt_requests" in objects_read(p.read_text(encoding="utf-8"))}
+    calls = [p for p in _python_modules() if re.search(r"\bprompt_requests\(", p.read_text(encoding="utf-8"))]
+    assert readers == {"q_prompt_rows"} and [str(p.relative_to(PACKAGE)) for p in calls] == [
+        "analyses/fleet/prompt_threshold.py"
+    ]
+    assert "def prompt_requests(" in calls[0].read_text(encoding="utf-8")
 
 
 def test_only_the_aggregate_tier_reads_every_request() -> None:
-    readers = {p.stem for p in FILES if "stg_requests" in objects_read(p.read_text(encoding="utf-8"))}
-    assert readers - AGGREGATES == RAW_REQUEST_READERS
+    readers = {p.stem for p in FILES if objects_read(p.read_text(encoding="utf-8")) & PER_REQUEST}
+    assert readers - AGGREGATES - PER_REQUEST == RAW_REQUEST_READERS
 
 
 def test_only_stg_views_and_ingest_statements_name_tables() -> None:

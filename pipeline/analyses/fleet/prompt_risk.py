@@ -28,7 +28,6 @@ from ..window import window_params
 from .prompt_threshold import size_counts, thresholds
 
 CV_FOLDS = 5
-MAX_MODEL_ROWS = 50_000  # ~2 s of 5-fold CV on two cores; a boundary this sharp needs no more
 SEED = 0
 AGREE_WITHIN = 0.05  # versions whose thresholds on a card agree this closely get one finding
 NUMERIC = (
@@ -71,18 +70,11 @@ def features(frame: pl.DataFrame, versions: tuple[str, ...]) -> np.ndarray:
 
 
 def model_rows(
-    con: duckdb.DuckDBPyConnection,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    clean_requests: int | None = None,
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
 ) -> pl.DataFrame:
-    """The clean requests the model learns from: all of them, or an even sample of about MAX_MODEL_ROWS.
-    `clean_requests`: their number, if known."""
-    params = window_params(since, until)
-    if clean_requests is None:
-        clean_requests = int(con.sql(sql_text("q_prompt_clean_count"), params=params).fetchall()[0][0])
-    every = max(1, -(-clean_requests // MAX_MODEL_ROWS))
-    return con.sql(sql_text("q_prompt_clean_requests"), params=params | {"every": every}).pl()
+    """The clean requests the model learns from: all of them, or an even sample of PROMPT_MODEL_ROWS
+    (sql/macros/oomlab_settings.sql) drawn by a hash of each request (agg_prompt_sample)."""
+    return con.sql(sql_text("q_prompt_clean_requests"), params=window_params(since, until)).pl()
 
 
 def fit_risk_model(
@@ -90,10 +82,9 @@ def fit_risk_model(
     since: datetime | None = None,
     until: datetime | None = None,
     folds: int = CV_FOLDS,
-    clean_requests: int | None = None,
 ) -> RiskModel | None:
     """Fit on clean requests and cross-validate; None when there are too few OOMs for `folds` folds."""
-    clean = model_rows(con, since, until, clean_requests)
+    clean = model_rows(con, since, until)
     target = clean["is_oom"].to_numpy().astype(int)
     if target.sum() < folds or (1 - target).sum() < folds:
         return None

@@ -1,0 +1,26 @@
+-- The aggregate tier (see agg_request_minutes): the requests of stg_prompt_requests counted per device, model
+-- version, card, UTC day, size metric (`batch_x_input`, `batch_x_tokens`) and bucket of size as on a fresh process
+-- (oomlab_fine_bucket: 128 per doubling, under 0.8 % wide, below the 1 % within which sizes at a boundary go either
+-- way), with the flags that may leave them out of a clean model. `min_size` / `max_size` are the exact sizes at
+-- the bucket's ends, so that a threshold's largest success and smallest failure stay the requests' own; `own_size`
+-- is a failure's size before any baseline adjustment (NULL for successes: failures are few, so keeping their sizes
+-- exact costs a row per OOM at most). Bounded by devices x days x buckets, not by the requests.
+CREATE OR REPLACE VIEW agg_prompt_sizes AS
+WITH sized AS (
+    SELECT instance, gpu_index, model_version, device_total, CAST(ts AS DATE) AS day, ts, is_oom,
+           at_fresh_baseline, cost_unknown, names_neighbour, fragmented,
+           'batch_x_input' AS metric, fresh_x_input AS size, batch_x_input AS own_size
+    FROM stg_prompt_requests
+    UNION ALL
+    SELECT instance, gpu_index, model_version, device_total, CAST(ts AS DATE) AS day, ts, is_oom,
+           at_fresh_baseline, cost_unknown, names_neighbour, fragmented,
+           'batch_x_tokens' AS metric, fresh_x_tokens AS size, batch_x_tokens AS own_size
+    FROM stg_prompt_requests
+)
+SELECT instance, gpu_index, model_version, device_total, day, metric, is_oom, at_fresh_baseline, cost_unknown,
+       names_neighbour, fragmented, oomlab_fine_bucket(size) AS size_bucket,
+       CASE WHEN is_oom THEN own_size END AS own_size,
+       count(*) AS requests, min(size) AS min_size, max(size) AS max_size, min(ts) AS first_ts, max(ts) AS last_ts
+FROM sized
+GROUP BY instance, gpu_index, model_version, device_total, day, metric, is_oom, at_fresh_baseline, cost_unknown,
+         names_neighbour, fragmented, oomlab_fine_bucket(size), CASE WHEN is_oom THEN own_size END;
