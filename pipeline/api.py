@@ -15,6 +15,8 @@ from .errors import DatabaseError
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    import duckdb
+
     from .analyses.estimate import MeasuredPeak, MemoryEstimate, ModelShape, Workload
     from .analyses.fleet.alert_rules import DeviceTuning
     from .analyses.fleet.sizing import Card
@@ -110,15 +112,30 @@ class FindingsResult(list["Finding"]):
         self.data_quality = data_quality
 
 
-def findings(db_path: str | Path, since: datetime | None = None, until: datetime | None = None) -> FindingsResult:
+def findings(
+    db_path: str | Path | None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    aggregates: str | Path | None = None,
+) -> FindingsResult:
     """Every analysis's findings over [since, until], most important first, and the data-quality note of the
-    whole database."""
+    whole database, or of the aggregate set `aggregates` (`oomlab aggregate --out`) in its place."""
     from .findings.collect import collect_findings
     from .findings.data_quality import data_quality_note
+
+    with _analysis_connection(db_path, aggregates) as con:
+        return FindingsResult(collect_findings(con, since, until), data_quality_note(con))
+
+
+def _analysis_connection(db_path: str | Path | None, aggregates: str | Path | None) -> duckdb.DuckDBPyConnection:
+    """What the analyses read: the database read-only, or an aggregate set opened as one (load/aggregate_set.py)."""
+    if aggregates is not None:
+        from .load.aggregate_set import open_aggregate_set
+
+        return open_aggregate_set(Path(aggregates))
     from .load.connection import connect
 
-    with connect(db_path, read_only=True) as con:
-        return FindingsResult(collect_findings(con, since, until), data_quality_note(con))
+    return connect(db_path or "oomlab.duckdb", read_only=True)
 
 
 def sources(db_path: str | Path) -> QueryResult:
@@ -126,12 +143,17 @@ def sources(db_path: str | Path) -> QueryResult:
     return query(db_path, "SELECT * FROM rpt_sources")
 
 
-def weekly_report(db_path: str | Path, since: datetime | None = None, until: datetime | None = None) -> Report:
-    """The weekly review over [since, until) (default: the last 7 days of data)."""
-    from .load.connection import connect
+def weekly_report(
+    db_path: str | Path | None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    aggregates: str | Path | None = None,
+) -> Report:
+    """The weekly review over [since, until) (default: the last 7 days of data), of the database or of the
+    aggregate set `aggregates`."""
     from .report.weekly import weekly_report as build
 
-    with connect(db_path, read_only=True) as con:
+    with _analysis_connection(db_path, aggregates) as con:
         return build(con, since, until)
 
 

@@ -12,7 +12,7 @@ from click.core import ParameterSource
 
 from .. import __version__
 from ..errors import OomlabError
-from .options import DB_OPTION, FORMAT_OPTION, size_option
+from .options import AGGREGATES_OPTION, DB_OPTION, FORMAT_OPTION, size_option
 
 # Commands import the library inside their bodies: `oomlab --help` and `--version` stay instant
 # instead of loading DuckDB, polars and pyarrow first (tests/cli/test_startup.py checks what each loads).
@@ -176,15 +176,18 @@ def sources(db_path: str, fmt: str) -> None:
 
 @cli.command()
 @DB_OPTION
+@AGGREGATES_OPTION
 @click.option("--since", type=click.DateTime(), help="Only data from this time on (UTC).")
 @click.option("--until", type=click.DateTime(), help="Only data before this time (UTC).")
 @click.option("--json", "json_path", metavar="FILE", help="Also write the findings as JSON (`-` for stdout).")
-def findings(db_path: str, since: datetime | None, until: datetime | None, json_path: str | None) -> None:
+def findings(
+    db_path: str, aggregates: str | None, since: datetime | None, until: datetime | None, json_path: str | None
+) -> None:
     """What causes the fleet's OOMs and what to change, most important first."""
     from .. import api
     from .render_findings import print_findings, write_findings_json
 
-    result = api.findings(db_path, since, until)
+    result = api.findings(db_path, since, until, aggregates)
     if json_path:
         write_findings_json(result, since, until, json_path)
     if json_path != "-":

@@ -32,3 +32,12 @@ def size_option(value: str | None) -> int | None:
         return parse_bytes(value) if value is not None else None
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
+
+
+AGGREGATES_OPTION = click.option(
+    "--aggregates",
+    "aggregates",
+    metavar="AGG",
+    type=click.Path(file_okay=False, exists=True),
+    help="Read an aggregate set (`oomlab aggregate --out AGG`) in place of --db.",
+)

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import click
 
-from .options import DB_OPTION
+from .options import AGGREGATES_OPTION, DB_OPTION
 
 OUT_OPTION = click.option(
     "-o",
@@ -29,18 +29,24 @@ def report() -> None:
 
 @report.command("weekly")
 @DB_OPTION
+@AGGREGATES_OPTION
 @click.option("--since", type=click.DateTime(), help="Start of the week (UTC; default: 7 days before --until).")
 @click.option("--until", type=click.DateTime(), help="End of the week (UTC; default: midnight after the last event).")
 @OUT_OPTION
 @JSON_OPTION
 def report_weekly(
-    db_path: str, since: datetime | None, until: datetime | None, html_path: str, json_path: str | None
+    db_path: str,
+    aggregates: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    html_path: str,
+    json_path: str | None,
 ) -> None:
     """The weekly review: headline changes, ranked findings with actions, and the charts behind them."""
     from .. import api
     from .render_report import print_written
 
-    print_written(api.weekly_report(db_path, since, until).write(html_path, json_path))
+    print_written(api.weekly_report(db_path, since, until, aggregates).write(html_path, json_path))
 
 
 @report.command("incident")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -121,22 +122,27 @@ def test_spark_copies_the_small_tables_whole(duckdb_set: Path, spark_set: Path) 
         _assert_same(duck, spark, table)
 
 
+def _on_both_engines(spark, values: list[int], query: str) -> tuple[list[tuple], list[tuple]]:
+    """`query` over a table `numbers` of one BIGINT column `x` holding `values`, on DuckDB and on Spark: the rows of
+    each."""
+    from oomlab.load.engines import DuckDBEngine, SparkEngine
+
+    duck = DuckDBEngine()
+    duck.con.execute("CREATE TABLE numbers AS SELECT unnest($v::BIGINT[]) AS x", {"v": values})
+    duck.execute(f"CREATE OR REPLACE VIEW answers AS {query}")
+    expected = duck.con.execute("SELECT * FROM answers").fetchall()
+    duck.close()
+    spark.createDataFrame([(v,) for v in values], "x BIGINT").createOrReplaceTempView("numbers")
+    SparkEngine(session=spark).execute(f"CREATE OR REPLACE VIEW answers AS {query}")
+    return expected, [tuple(r) for r in spark.table("answers").collect()]
+
+
 @needs_spark
 def test_power_of_two_buckets_agree_at_every_boundary(spark) -> None:
     """Spark's log2 is ln x / ln 2 (log2(8) = 2.9999999999999996): oomlab_pow2_bucket corrects the guess, so both
     engines put 2^k - 1, 2^k and 2^k + 1 in the same bucket for every k up to 2^49."""
-    from oomlab.load.engines import DuckDBEngine, SparkEngine
-
     values = sorted({0, *(v for k in range(50) for v in (2**k - 1, 2**k, 2**k + 1) if v >= 0)})
-    query = "SELECT x, oomlab_pow2_bucket(x) AS bucket FROM numbers ORDER BY x"
-    duck = DuckDBEngine()
-    duck.con.execute("CREATE TABLE numbers AS SELECT unnest($v::BIGINT[]) AS x", {"v": values})
-    duck.execute(f"CREATE VIEW buckets AS {query}")
-    expected = duck.con.execute("SELECT * FROM buckets").fetchall()
-    duck.close()
-    spark.createDataFrame([(v,) for v in values], "x BIGINT").createOrReplaceTempView("numbers")
-    SparkEngine(session=spark).execute(f"CREATE VIEW buckets AS {query}")
-    got = [(r["x"], r["bucket"]) for r in spark.table("buckets").collect()]
+    expected, got = _on_both_engines(spark, values, "SELECT x, oomlab_pow2_bucket(x) AS bucket FROM numbers ORDER BY x")
     assert got == expected
     assert all(b <= x < 2 * b for x, b in expected if x > 0) and expected[0] == (0, 0)
 
@@ -191,19 +197,63 @@ def test_master_without_spark_is_a_usage_error(tmp_path: Path) -> None:
 def test_sample_cuts_agree_and_keep_their_share(spark) -> None:
     """agg_prompt_sample keeps a day's keys below oomlab_sample_cut(n, keep): the same text on both engines, from
     a day a little over `keep` to a fleet's 3.5 billion requests, and a share of 16^15 within one step of keep / n."""
-    from oomlab.load.engines import DuckDBEngine, SparkEngine
-
     counts = [99_999, 100_000, 100_001, 1_000_003, 87_654_321, 3_500_000_000, 2**62]
-    query = "SELECT n, oomlab_sample_cut(n, 100000) AS cut FROM counts ORDER BY n"
-    duck = DuckDBEngine()
-    duck.con.execute("CREATE TABLE counts AS SELECT unnest($v::BIGINT[]) AS n", {"v": counts})
-    duck.execute(f"CREATE VIEW cuts AS {query}")
-    expected = duck.con.execute("SELECT * FROM cuts").fetchall()
-    duck.close()
-    spark.createDataFrame([(v,) for v in counts], "n BIGINT").createOrReplaceTempView("counts")
-    SparkEngine(session=spark).execute(f"CREATE VIEW cuts AS {query}")
-    assert [(r["n"], r["cut"]) for r in spark.table("cuts").collect()] == expected
+    query = "SELECT x, oomlab_sample_cut(x, 100000) AS cut FROM numbers ORDER BY x"
+    expected, got = _on_both_engines(spark, counts, query)
+    assert got == expected
     assert [cut for n, cut in expected if n <= 100_000] == [None, None]
     for n, cut in expected[2:]:
         assert len(cut) == 15 and cut == cut.lower()
         assert abs(int(cut, 16) - 100_000 / n * 16**15) <= 1 + 16**15 * 1e-15
+
+
+def _findings_json(result) -> list[dict]:
+    """The findings as `oomlab findings --json` writes them, floats to 9 significant digits (sums over Parquet
+    files may add in another order), with the data-quality note."""
+
+    def rounded(value):
+        if isinstance(value, float):
+            return float(f"{value:.9g}")
+        if isinstance(value, dict):
+            return {k: rounded(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [rounded(v) for v in value]
+        return value
+
+    note = result.data_quality and result.data_quality.to_json()
+    return rounded([*(f.to_json() for f in result), note])
+
+
+@pytest.fixture(scope="module")
+def database_findings(fleet_copy: Path) -> list[dict]:
+    return _findings_json(api.findings(fleet_copy))
+
+
+def test_findings_on_duckdbs_aggregates_equal_the_databases(duckdb_set: Path, database_findings: list[dict]) -> None:
+    """Same kinds, subjects, ranks, evidence, advice and numbers: every analysis reads the aggregate tier."""
+    found = _findings_json(api.findings(None, aggregates=duckdb_set))
+    assert len(found) > 5 and {f["kind"] for f in found[:-1]} >= {"prompt_threshold", "leak", "scheduled_job"}
+    assert found == database_findings
+
+
+@needs_spark
+def test_findings_on_sparks_aggregates_equal_the_databases(spark_set: Path, database_findings: list[dict]) -> None:
+    assert _findings_json(api.findings(None, aggregates=spark_set)) == database_findings
+
+
+def test_a_folder_that_is_no_aggregate_set_is_one_line(fleet_lake: Path, run_cli) -> None:
+    result = run_cli("findings", "--aggregates", str(fleet_lake))
+    assert result.exit_code != 0 and "no aggregate set at" in result.output and "Traceback" not in result.output
+
+
+def test_the_weekly_report_on_aggregates_equals_the_databases(duckdb_set: Path, fleet_copy: Path, tmp_path) -> None:
+    """The same document (findings, charts' data, headline numbers), but for the time it was made."""
+    since, until = datetime(2026, 11, 16), datetime(2026, 11, 23)
+    documents = []
+    for db, agg in ((fleet_copy, None), (None, duckdb_set)):
+        out = tmp_path / f"weekly-{len(documents)}.json"
+        api.weekly_report(db, since, until, agg).write(tmp_path / "weekly.html", out)
+        document = json.loads(out.read_text())
+        document.pop("generated_at", None)
+        documents.append(document)
+    assert documents[0]["findings"] and documents[0] == documents[1]
