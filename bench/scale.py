@@ -10,8 +10,8 @@ and prints wall time, peak RSS (the measured process's own; Spark's JVM is its c
 aggregation (requests / (seconds x cores it used)), and the size of the aggregates (agg_* folders) and of the small
 tables copied beside them. Targets: aggregates for 100M requests < 1 GB and growing with instances x minutes, not
 with requests; Spark's rows per core-second within 3x of DuckDB's; findings on aggregates <= 10 % of findings on
-raw rows at 100M. `findings --aggregates` is not built yet (issue 16 continues): the bench says so and exits 1
-rather than print another figure under that target's name.
+raw rows at 100M: `oomlab findings --aggregates` on each engine's set, timed and its findings compared with the
+database's (a set whose findings differ fails the bench instead of printing a ratio).
 
     python bench/scale.py [--requests 10M,100M] [--dir DIR] [--engines duckdb,spark]
 """
@@ -19,6 +19,7 @@ rather than print another figure under that target's name.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import tempfile
@@ -85,7 +86,27 @@ def run_size(work: Path, requests: int, engines: list[str]) -> dict[str, float]:
             f"peak {aggregated.peak_mib / 1024:.2f} GB; aggregates {_size(out, True) / 1e6:.1f} MB, "
             f"small tables beside them {_size(out, False) / 1e6:.1f} MB"
         )
+        figures[f"{engine}_findings_s"] = _findings_on(out, work, found.seconds)
     return figures
+
+
+def _findings_on(agg: Path, work: Path, raw_seconds: float) -> float:
+    """`oomlab findings --aggregates` on one set: its time, after checking it found what the database did."""
+    written = work / f"findings-{agg.name}.json"
+    found = measure(oomlab_argv("findings", "--aggregates", str(agg), "--json", str(written)))
+    if _findings_of(written) != _findings_of(work / "findings.json"):
+        raise SystemExit(f"findings on {agg} differ from the database's: compare {written} with findings.json")
+    print(
+        f"findings on {agg.name}: {found.seconds:.1f} s = {found.seconds / raw_seconds:.1%} of the database's, "
+        f"peak {found.peak_mib / 1024:.2f} GB (same findings)"
+    )
+    return found.seconds
+
+
+def _findings_of(path: Path) -> list[tuple[str, str, str]]:
+    """Kind, subject and advice of each finding in rank order: what a reader acts on."""
+    document = json.loads(path.read_text(encoding="utf-8"))
+    return [(f["kind"], f["subject"], f["advice"]) for f in document["findings"]]
 
 
 def main() -> None:
@@ -114,10 +135,9 @@ def main() -> None:
     if "duckdb_rows_per_core_s" in largest and "spark_rows_per_core_s" in largest:
         ratio = largest["duckdb_rows_per_core_s"] / largest["spark_rows_per_core_s"]
         print(f"ratio (DuckDB / Spark rows per core-second): {ratio:.2f} (target <= 3)")
-    raise SystemExit(
-        "findings on aggregates: not measurable yet (`oomlab findings --aggregates` is issue 16's next step); "
-        "the other figures above are measured"
-    )
+    for engine in engines:
+        share = largest[f"{engine}_findings_s"] / largest["findings_s"]
+        print(f"findings on {engine}'s aggregates / on raw rows: {share:.1%} (target <= 10 %)")
 
 
 if __name__ == "__main__":
