@@ -7,7 +7,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import DatabaseError
+from .errors import DatabaseError, OomlabError
 
 # The library behind each function is imported inside it: `oomlab ingest` starts hashing its first file
 # before DuckDB, polars and pyarrow load, `oomlab --help` loads none of them, and `oomlab sources` only DuckDB
@@ -133,9 +133,11 @@ def _analysis_connection(db_path: str | Path | None, aggregates: str | Path | No
         from .load.aggregate_set import open_aggregate_set
 
         return open_aggregate_set(Path(aggregates))
+    if db_path is None:
+        raise OomlabError("nothing to read: no database and no aggregate set", hint="--db FILE or --aggregates AGG")
     from .load.connection import connect
 
-    return connect(db_path or "oomlab.duckdb", read_only=True)
+    return connect(db_path, read_only=True)
 
 
 def sources(db_path: str | Path) -> QueryResult:
