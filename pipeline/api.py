@@ -160,13 +160,17 @@ def weekly_report(
 
 
 def incident_report(
-    db_path: str | Path, event_id: int | None = None, instance: str | None = None, at: datetime | None = None
+    db_path: str | Path | None,
+    event_id: int | None = None,
+    instance: str | None = None,
+    at: datetime | None = None,
+    aggregates: str | Path | None = None,
 ) -> Report:
-    """The incident page of one OOM: by event id, or the OOM of `instance` nearest to `at`."""
-    from .load.connection import connect
+    """The incident page of one OOM: by event id, or the OOM of `instance` nearest to `at`; of the database or of
+    the aggregate set `aggregates`."""
     from .report.incident import incident_report as build
 
-    with connect(db_path, read_only=True) as con:
+    with _analysis_connection(db_path, aggregates) as con:
         return build(con, event_id=event_id, instance=instance, at=at)
 
 

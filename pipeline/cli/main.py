@@ -12,7 +12,7 @@ from click.core import ParameterSource
 
 from .. import __version__
 from ..errors import OomlabError
-from .options import AGGREGATES_OPTION, DB_OPTION, FORMAT_OPTION, size_option
+from .options import AGGREGATES_OPTION, DB_OPTION, FORMAT_OPTION, one_source, size_option
 
 # Commands import the library inside their bodies: `oomlab --help` and `--version` stay instant
 # instead of loading DuckDB, polars and pyarrow first (tests/cli/test_startup.py checks what each loads).
@@ -187,7 +187,7 @@ def findings(
     from .. import api
     from .render_findings import print_findings, write_findings_json
 
-    result = api.findings(db_path, since, until, aggregates)
+    result = api.findings(one_source(db_path, aggregates), since, until, aggregates)
     if json_path:
         write_findings_json(result, since, until, json_path)
     if json_path != "-":

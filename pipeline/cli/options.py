@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from click.core import ParameterSource
 
 DB_OPTION = click.option(
     "--db",
@@ -41,3 +42,13 @@ AGGREGATES_OPTION = click.option(
     type=click.Path(file_okay=False, exists=True),
     help="Read an aggregate set (`oomlab aggregate --out AGG`) in place of --db.",
 )
+
+
+def one_source(db_path: str, aggregates: str | None) -> str | None:
+    """The database to read, or None where an aggregate set is read in its place; --db given on the command line
+    beside --aggregates names two sources, a usage error (--db has a default, so only its source tells)."""
+    if aggregates is None:
+        return db_path
+    if click.get_current_context().get_parameter_source("db_path") is ParameterSource.COMMANDLINE:
+        raise click.UsageError("--db and --aggregates name two sources: give one")
+    return None

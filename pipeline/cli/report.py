@@ -6,7 +6,7 @@ from datetime import datetime
 
 import click
 
-from .options import AGGREGATES_OPTION, DB_OPTION
+from .options import AGGREGATES_OPTION, DB_OPTION, one_source
 
 OUT_OPTION = click.option(
     "-o",
@@ -46,18 +46,26 @@ def report_weekly(
     from .. import api
     from .render_report import print_written
 
-    print_written(api.weekly_report(db_path, since, until, aggregates).write(html_path, json_path))
+    report = api.weekly_report(one_source(db_path, aggregates), since, until, aggregates)
+    print_written(report.write(html_path, json_path))
 
 
 @report.command("incident")
 @DB_OPTION
+@AGGREGATES_OPTION
 @click.option("--event", "event_id", type=int, help="The OOM's event_id (see `oomlab query` on oom_events).")
 @click.option("--instance", help="The instance that ran out of memory (with --at).")
 @click.option("--at", type=click.DateTime(), help="About when (UTC); the nearest OOM of --instance is chosen.")
 @OUT_OPTION
 @JSON_OPTION
 def report_incident(
-    db_path: str, event_id: int | None, instance: str | None, at: datetime | None, html_path: str, json_path: str | None
+    db_path: str,
+    aggregates: str | None,
+    event_id: int | None,
+    instance: str | None,
+    at: datetime | None,
+    html_path: str,
+    json_path: str | None,
 ) -> None:
     """One OOM explained: the message decoded, its cause and evidence, the hours around it, the snapshot."""
     from .. import api
@@ -67,7 +75,8 @@ def report_incident(
         raise click.UsageError("give either --event ID or --instance NAME --at TIME")
     if instance is not None and at is None:
         raise click.UsageError("--instance needs --at TIME")
-    print_written(api.incident_report(db_path, event_id, instance, at).write(html_path, json_path))
+    report = api.incident_report(one_source(db_path, aggregates), event_id, instance, at, aggregates)
+    print_written(report.write(html_path, json_path))
 
 
 @click.command()

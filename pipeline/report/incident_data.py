@@ -149,12 +149,7 @@ def timeline(con: duckdb.DuckDBPyConnection, event: dict[str, Any]) -> dict[str,
     """Requests, memory, GPU telemetry, OOMs and scheduled jobs on the instance in the hours around the OOM."""
     params = {"instance": event["instance"], "since": event["ts"] - CONTEXT, "until": event["ts"] + CONTEXT}
     requests = con.sql(sql_text("q_incident_requests"), params=params).pl()
-    requests = downsample(
-        requests.with_columns(pl.col("peak_allocated").fill_null(pl.col("allocated_after"))),
-        "ts",
-        "peak_allocated",
-        keep="is_oom",
-    )
+    requests = downsample(requests, "ts", "peak_allocated", keep="is_oom")
     ooms = con.sql(sql_text("q_incident_ooms"), params=params).pl()
     if ooms.height > MAX_NEARBY_OOMS:
         distance = (pl.col("ts") - event["ts"]).abs()

@@ -1,7 +1,9 @@
--- Requests of one instance in [$since, $until): the incident timeline's memory and traffic.
--- Used by oomlab.report.incident_data.
-SELECT ts, request_id, gpu_index, model_version, is_oom, batch_size, input_sequence_length,
-       output_sequence_length, allocated_after, reserved_after, peak_allocated, device_total
-FROM stg_requests
-WHERE instance = $instance AND ts >= $since::TIMESTAMP AND ts < $until::TIMESTAMP
-ORDER BY ts, request_id;
+-- Requests of one instance in [$since, $until) that the incident timeline draws (agg_incident_requests: every
+-- request of the minutes around an OOM, elsewhere each minute's first, highest- and lowest-peak request);
+-- peak_allocated is allocated_after where the log gives no peak. Used by oomlab.report.incident_data.
+SELECT request.*
+FROM agg_incident_requests
+WHERE instance = $instance
+  AND minute >= date_trunc('minute', $since::TIMESTAMP) AND minute < $until::TIMESTAMP
+  AND request.ts >= $since::TIMESTAMP AND request.ts < $until::TIMESTAMP
+ORDER BY ALL;

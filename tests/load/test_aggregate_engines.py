@@ -40,8 +40,9 @@ def _frame(folder: Path) -> pl.DataFrame:
 
 
 def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
-    """Rows in one order whatever the engine wrote: by every column that sorts (nested ones aside)."""
-    keys = [c for c, t in frame.schema.items() if not isinstance(t, (pl.List, pl.Struct))]
+    """Rows in one order whatever the engine wrote: by every column that sorts (lists aside; a struct sorts by its
+    fields)."""
+    keys = [c for c, t in frame.schema.items() if not isinstance(t, pl.List)]
     return frame.sort(keys, nulls_last=True)
 
 
@@ -257,3 +258,48 @@ def test_the_weekly_report_on_aggregates_equals_the_databases(duckdb_set: Path, 
         document.pop("generated_at", None)
         documents.append(document)
     assert documents[0]["findings"] and documents[0] == documents[1]
+
+
+def _incident_events(db: Path) -> list[int]:
+    """One OOM of each kind of source that has a time (request logs, text logs, snapshots), and the OOM with the
+    most requests logged in its hours: the incidents whose pages are compared."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        by_kind = con.execute(
+            "SELECT min(o.event_id) FROM oom_events o JOIN sources s USING (source_id) "
+            "WHERE o.ts IS NOT NULL GROUP BY s.kind ORDER BY 1"
+        ).fetchall()
+        busiest = con.execute(
+            "SELECT o.event_id FROM oom_events o JOIN requests r ON r.instance = o.instance "
+            "AND r.ts BETWEEN o.ts - INTERVAL 3 HOUR AND o.ts + INTERVAL 3 HOUR "
+            "GROUP BY o.event_id ORDER BY count(*) DESC, o.event_id LIMIT 1"
+        ).fetchall()
+    return sorted({row[0] for row in by_kind + busiest})
+
+
+def test_the_incident_report_on_aggregates_equals_the_databases(duckdb_set: Path, fleet_copy: Path, tmp_path) -> None:
+    """The incident page reads the aggregate tier for its timeline (agg_incident_minutes, agg_oom_requests), so an
+    aggregate set draws the same page as the database: verdict, timeline, snapshot, similar incidents."""
+    events = _incident_events(fleet_copy)
+    assert len(events) >= 3
+    for event in events:
+        documents = []
+        for db, agg in ((fleet_copy, None), (None, duckdb_set)):
+            out = tmp_path / f"incident-{event}-{len(documents)}.json"
+            api.incident_report(db, event_id=event, aggregates=agg).write(tmp_path / "incident.html", out)
+            document = json.loads(out.read_text())
+            document.pop("generated_at", None)
+            documents.append(document)
+        assert documents[0] == documents[1], event
+    busiest = json.loads((tmp_path / f"incident-{events[-1]}-0.json").read_text())
+    assert any(json.loads(p.read_text())["timeline"]["requests"]["ts"] for p in tmp_path.glob("incident-*-0.json"))
+    assert busiest["report"] == "incident"
+
+
+def test_db_and_aggregates_together_are_a_usage_error(duckdb_set: Path, fleet_copy: Path, run_cli) -> None:
+    for command in (
+        ["findings"],
+        ["report", "weekly", "-o", "w.html"],
+        ["report", "incident", "--event", "1", "-o", "i.html"],
+    ):
+        result = run_cli(*command, "--db", str(fleet_copy), "--aggregates", str(duckdb_set))
+        assert result.exit_code == 2 and "--db and --aggregates name two sources" in result.output, command

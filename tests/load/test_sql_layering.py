@@ -96,7 +96,6 @@ def test_each_view_query_and_macro_reads_only_the_layers_below(path: Path) -> No
 RAW_REQUEST_READERS = {
     "fct_prompt_requests",  # per-request prompt sizes for `oomlab query` and inspection: no analysis reads it (below)
     "fct_water_requests",  # per-request levels for `oomlab query`: no analysis reads it (below)
-    "q_incident_requests",
 }
 # The staged views of one row per request (stg_prompt_requests: stg_requests with its sizes weighed).
 PER_REQUEST = {"stg_requests", "stg_prompt_requests"}

@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 
 from oomlab import api
+from oomlab.load.sql import sql_text
 from oomlab.report.downsample import downsample
 from oomlab.report.html import PLOTLY_JS
 
@@ -272,3 +273,47 @@ def test_docs_list_every_key_of_both_documents(demo, weekly):
         assert f"`{key}`" in doc, key
     for key in incident["timeline"]:
         assert f"`{key}`" in doc, key
+
+
+def test_the_incident_timeline_keeps_each_minutes_extremes_and_every_oom(fleet_con):
+    """What an incident timeline draws (q_incident_requests over agg_incident_requests), checked against the raw
+    requests of every instance of the sample fleet and the real H200 logs (gpu-c-2: 400 requests in one minute
+    without an OOM; gpu-a-0, gpu-b-1: every request within a minute of their OOMs): a minute beside an OOM keeps
+    every request, any other minute its first request and its highest and lowest peak (peak_allocated, else
+    allocated_after) per GPU, and nothing else."""
+    since, until = fleet_con.execute("SELECT min(ts), max(ts) + INTERVAL 1 SECOND FROM stg_requests").fetchall()[0]
+    raw = fleet_con.sql(
+        "WITH r AS (SELECT *, date_trunc('minute', ts) AS minute, coalesce(peak_allocated, allocated_after) AS p "
+        "FROM stg_requests WHERE instance IS NOT NULL AND ts IS NOT NULL), "
+        "near AS (SELECT DISTINCT instance, minute + INTERVAL (k) MINUTE AS minute FROM r, range(-1, 2) t(k) "
+        "WHERE is_oom) "
+        "SELECT instance, gpu_index, minute, count(*) AS n, max(p) AS high, min(p) AS low, min(ts) AS first, "
+        "bool_or(near.minute IS NOT NULL) AS near_oom FROM r LEFT JOIN near USING (instance, minute) GROUP BY ALL"
+    ).pl()
+    assert raw.filter(pl.col("instance") == "gpu-c-2")["n"].to_list() == [400]
+    drawn = pl.concat(
+        [
+            fleet_con.sql(sql_text("q_incident_requests"), params={"instance": name, "since": since, "until": until})
+            .pl()
+            .with_columns(instance=pl.lit(name), minute=pl.col("ts").dt.truncate("1m"))
+            for name in raw["instance"].unique().sort().to_list()
+        ]
+    )
+    per_minute = drawn.group_by("instance", "gpu_index", "minute").agg(
+        pl.len().alias("n_drawn"),
+        pl.col("peak_allocated").max().alias("high_drawn"),
+        pl.col("peak_allocated").min().alias("low_drawn"),
+        pl.col("ts").min().alias("first_drawn"),
+    )
+    joined = raw.join(per_minute, on=["instance", "gpu_index", "minute"], how="full", nulls_equal=True)
+    assert joined.filter(pl.col("n").is_null() | pl.col("n_drawn").is_null()).is_empty()
+    assert joined.filter(
+        (pl.col("high") != pl.col("high_drawn"))
+        | (pl.col("low") != pl.col("low_drawn"))
+        | (pl.col("first") != pl.col("first_drawn"))
+    ).is_empty()
+    near, far = joined.filter(pl.col("near_oom")), joined.filter(~pl.col("near_oom"))
+    assert (near["n"] == near["n_drawn"]).all() and near["n"].sum() > 100
+    assert far.filter((pl.col("n") <= 2) & (pl.col("n_drawn") != pl.col("n"))).is_empty()
+    assert far.filter(pl.col("n_drawn") > pl.min_horizontal("n", pl.lit(3))).is_empty()
+    assert far.filter(pl.col("instance") == "gpu-c-2")["n_drawn"].to_list() == [3]
