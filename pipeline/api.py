@@ -377,16 +377,24 @@ def lake_export(db_path: str | Path, lake_dir: str | Path) -> dict[str, int]:
         return export_lake(con, Path(lake_dir))
 
 
+def _location(where: str | Path) -> str | Path:
+    from .load.engines import is_uri
+
+    return where if is_uri(where) else Path(where)
+
+
 def aggregate(
     lake_dir: str | Path, out_dir: str | Path, engine: str = "duckdb", master: str | None = None
 ) -> dict[str, int]:
     """Compute the aggregate tier (sql/aggregates/) from the lake at `lake_dir` on `engine` ('duckdb', or 'spark'
-    with `master`, default local[2]) into `out_dir`, with copies of the lake's other tables; the rows per table."""
+    with `master`, default local[2]) into `out_dir`, with copies of the lake's other tables; the rows per table.
+    On Spark either may be a URI (s3a://, gs://, abfss://, file://)."""
     from .load.aggregate import aggregate_lake
     from .load.engines import open_engine
 
     runner = open_engine(engine, master)
     try:
-        return aggregate_lake(Path(lake_dir), Path(out_dir), runner)
+        # a URI (s3a://, gs://, file://) stays a string: pathlib would fold its `//`
+        return aggregate_lake(_location(lake_dir), _location(out_dir), runner)
     finally:
         runner.close()

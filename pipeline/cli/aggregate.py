@@ -6,8 +6,8 @@ import click
 
 
 @click.command()
-@click.option("--lake", "lake_dir", required=True, type=click.Path(exists=True, file_okay=False), help="The lake.")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Where the aggregates go.")
+@click.option("--lake", "lake_dir", required=True, help="The lake: a folder, or with Spark a URI (s3a://, gs://, ...).")
+@click.option("--out", "out_dir", required=True, help="Where the aggregates go: a folder, or with Spark a URI.")
 @click.option(
     "--engine", type=click.Choice(["duckdb", "spark"]), default="duckdb", show_default=True, help="What computes them."
 )

@@ -5,12 +5,13 @@ the aggregate tier, never raw requests; the `requests` table stays empty here)."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import duckdb
 
 from ..errors import OomlabError
-from .aggregate import MANIFEST, RAW_TABLES
+from .aggregate import MANIFEST, RAW_TABLES, set_folder
 from .connection import bare_session
 from .lake import LAKE_TABLES, path_literal
 from .sql import apply_schema, names_in
@@ -18,11 +19,7 @@ from .sql import apply_schema, names_in
 
 def open_aggregate_set(agg: Path) -> duckdb.DuckDBPyConnection:
     """A connection on the aggregate set at `agg`; a folder that is no set is one line."""
-    if not (agg / MANIFEST).exists():
-        raise OomlabError(
-            f"no aggregate set at {agg}: {agg / MANIFEST} is missing",
-            hint="oomlab aggregate --lake DIR --out AGG",
-        )
+    agg = set_folder(agg, _manifest(agg))
     con = bare_session()
     try:
         apply_schema(con)
@@ -35,6 +32,20 @@ def open_aggregate_set(agg: Path) -> duckdb.DuckDBPyConnection:
         con.close()
         raise
     return con
+
+
+def _manifest(agg: Path) -> dict[str, object]:
+    try:
+        manifest = json.loads((agg / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise OomlabError(
+            f"no aggregate set at {agg}: {agg / MANIFEST} is missing", hint="oomlab aggregate --lake DIR --out AGG"
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise OomlabError(f"aggregate set {agg}: {MANIFEST} is unreadable: {exc}") from None
+    if not isinstance(manifest, dict):
+        raise OomlabError(f"aggregate set {agg}: {MANIFEST} is not a JSON object")
+    return manifest
 
 
 def _columns(con: duckdb.DuckDBPyConnection, relation: str) -> dict[str, str]:

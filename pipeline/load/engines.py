@@ -21,17 +21,45 @@ _TABLE_MACRO = re.compile(r"\bAS\s+TABLE\b", re.IGNORECASE)
 LOCAL_MASTER = "local[2]"
 
 
+# scheme://...: an object store or any file system Spark's Hadoop layer reads (s3a://, gs://, abfss://, file://)
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_uri(location: Path | str) -> bool:
+    return isinstance(location, str) and _URI.match(location) is not None
+
+
+def join(base: Path | str, name: str) -> Path | str:
+    """`base/name` for a path or a URI alike (pathlib would fold a URI's `//`)."""
+    return base.rstrip("/") + "/" + name if is_uri(base) else Path(base) / name
+
+
+class Store(Protocol):
+    """What the object-store commit needs of a file system without rename (load/aggregate.py)."""
+
+    def exists(self, uri: str) -> bool: ...
+
+    def write_text(self, uri: str, text: str) -> None: ...
+
+    def folders(self, uri: str) -> list[str]: ...
+
+    def delete(self, uri: str) -> None: ...
+
+
 class Engine(Protocol):
     name: str
 
-    def lake_table(self, table: str, folder: Path, columns: dict[str, str]) -> None:
+    def lake_table(self, table: str, folder: Path | str, columns: dict[str, str]) -> None:
         """Expose the lake folder of `table` as a view of that name with the table's columns and types."""
 
     def execute(self, sql: str) -> None:
         """Run the statements of one SQL file (DuckDB's dialect)."""
 
-    def write(self, relation: str, folder: Path) -> int:
+    def write(self, relation: str, folder: Path | str) -> int:
         """Write every row of `relation` as Parquet files under `folder` (made here); the rows written."""
+
+    def store(self) -> Store | None:
+        """The engine's access to URIs (None: local paths only)."""
 
     def close(self) -> None: ...
 
@@ -51,8 +79,8 @@ class DuckDBEngine:
             if name in macros:
                 self.con.execute(sql_text(name))
 
-    def lake_table(self, table: str, folder: Path, columns: dict[str, str]) -> None:
-        files = path_literal(folder / "**" / "*.parquet")
+    def lake_table(self, table: str, folder: Path | str, columns: dict[str, str]) -> None:
+        files = path_literal(Path(folder) / "**" / "*.parquet")
         chosen = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in columns.items())
         self.con.execute(
             f'CREATE OR REPLACE VIEW "{table}" AS SELECT {chosen} '
@@ -62,9 +90,12 @@ class DuckDBEngine:
     def execute(self, sql: str) -> None:
         self.con.execute(sql)
 
-    def write(self, relation: str, folder: Path) -> int:
-        folder.mkdir(parents=True)
-        return copy_to_parquet(self.con, f'SELECT * FROM "{relation}"', folder / DATA_FILE, "")
+    def write(self, relation: str, folder: Path | str) -> int:
+        Path(folder).mkdir(parents=True)
+        return copy_to_parquet(self.con, f'SELECT * FROM "{relation}"', Path(folder) / DATA_FILE, "")
+
+    def store(self) -> None:
+        return None
 
     def close(self) -> None:
         self.con.close()
@@ -82,8 +113,10 @@ class SparkEngine:
         self._for_engine = for_engine
         self._owned = session is None
         self.spark = session or _new_session(master or LOCAL_MASTER)
+        # a session made elsewhere (spark-submit, Databricks) computes date_trunc and days in UTC too
+        self.spark.conf.set("spark.sql.session.timeZone", "UTC")
 
-    def lake_table(self, table: str, folder: Path, columns: dict[str, str]) -> None:
+    def lake_table(self, table: str, folder: Path | str, columns: dict[str, str]) -> None:
         from .portable import spark_type
 
         frame = self.spark.read.option("mergeSchema", "true").parquet(str(folder))
@@ -94,15 +127,56 @@ class SparkEngine:
         for statement in self._for_engine(sql, "spark"):
             self.spark.sql(statement)
 
-    def write(self, relation: str, folder: Path) -> int:
+    def write(self, relation: str, folder: Path | str) -> int:
         self.spark.table(relation).write.option("compression", "zstd").parquet(str(folder))
+        if is_uri(folder):
+            # counted by Spark, from the footers too: DuckDB reads no object store without its httpfs extension
+            return int(self.spark.read.parquet(str(folder)).count())
         # counted from the written files' footers (no second Spark job per table: a second or more each)
-        files = path_literal(folder / "*.parquet")
+        files = path_literal(Path(folder) / "*.parquet")
         return int(duckdb.sql(f"SELECT count(*) FROM read_parquet({files})").fetchall()[0][0])
+
+    def store(self) -> HadoopStore:
+        return HadoopStore(self.spark)
 
     def close(self) -> None:
         if self._owned:
             self.spark.stop()
+
+
+class HadoopStore:
+    """URIs through the Hadoop FileSystem of Spark's JVM: whatever file systems the session is configured for
+    (hadoop-aws for s3a://, the GCS connector for gs://, ABFS for abfss://; file:// always)."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._jvm = spark.sparkContext._jvm
+        self._conf = spark.sparkContext._jsc.hadoopConfiguration()
+
+    def _fs(self, uri: str):  # -> (org.apache.hadoop.fs.FileSystem, org.apache.hadoop.fs.Path)
+        path = self._jvm.org.apache.hadoop.fs.Path(uri)
+        return path.getFileSystem(self._conf), path
+
+    def exists(self, uri: str) -> bool:
+        fs, path = self._fs(uri)
+        return bool(fs.exists(path))
+
+    def write_text(self, uri: str, text: str) -> None:
+        fs, path = self._fs(uri)
+        stream = fs.create(path, True)  # overwrite: one object, visible whole when closed
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+
+    def folders(self, uri: str) -> list[str]:
+        fs, path = self._fs(uri)
+        if not fs.exists(path):
+            return []
+        return [s.getPath().getName() for s in fs.listStatus(path) if s.isDirectory()]
+
+    def delete(self, uri: str) -> None:
+        fs, path = self._fs(uri)
+        fs.delete(path, True)
 
 
 def _new_session(master: str) -> SparkSession:

@@ -45,12 +45,10 @@ WITH ordered AS (
         -- the seconds its held level lasted: until the next request, at most MAX_HOLD_S (0 for a device's last)
         least(coalesce(date_diff('microsecond', ts, next_ts) / 1e6, 0), MAX_HOLD_S()) AS hold_s
     FROM ordered
-), hourly AS (
-    SELECT
-        *,
-        min(ts) OVER (PARTITION BY instance, gpu_index, date_trunc('hour', ts)) AS first_ts,
-        row_number() OVER (PARTITION BY instance, gpu_index, date_trunc('hour', ts)
-                           ORDER BY ts DESC, source_id DESC, line DESC) AS from_last
+), closing AS (
+    -- what a request would leave for the next hour were it the hour's last (oomlab_water_hourly cuts its hold at
+    -- a window's end)
+    SELECT *, struct_pack(next_ts := next_ts, held_level := held_level, hold_s := hold_s) AS last
     FROM held
 )
 SELECT
@@ -71,7 +69,11 @@ SELECT
     max(peak_allocated) AS peak_allocated_bytes,
     max(peak_bytes) AS peak_bytes,
     count(*) FILTER (WHERE starts_lifetime) AS lifetime_starts,
-    count(*) FILTER (WHERE starts_lifetime AND ts = first_ts) AS starts_at_first,
+    -- whether the hour's first request starts a lifetime; like the hour's last request below, taken as an
+    -- aggregate of a struct (never NULL, so both engines agree) rather than by a window per hour: on Spark each
+    -- window is one more sort of every request
+    CAST(struct_extract(arg_min(struct_pack(starts := starts_lifetime), (ts, source_id, line)), 'starts') AS BIGINT)
+        AS starts_at_first,
     max(ts) AS last_ts,
     max(reserved_after) AS peak_reserved_bytes,
     min(device_total - held_bytes) AS min_free_bytes,
@@ -85,8 +87,8 @@ SELECT
     count(*) FILTER (WHERE peak_level >= ALERT_LEVELS()[2]) AS peaks_above_85,
     count(*) FILTER (WHERE peak_level >= ALERT_LEVELS()[3]) AS peaks_above_95,
     sum(held_level * hold_s) AS level_hold_s,
-    max(next_ts) FILTER (WHERE from_last = 1) AS last_next_ts,
-    max(held_level) FILTER (WHERE from_last = 1) AS last_held_level,
-    max(hold_s) FILTER (WHERE from_last = 1) AS last_hold_s
-FROM hourly
+    struct_extract(arg_max(last, (ts, source_id, line)), 'next_ts') AS last_next_ts,
+    struct_extract(arg_max(last, (ts, source_id, line)), 'held_level') AS last_held_level,
+    struct_extract(arg_max(last, (ts, source_id, line)), 'hold_s') AS last_hold_s
+FROM closing
 GROUP BY instance, gpu_index, date_trunc('hour', ts);

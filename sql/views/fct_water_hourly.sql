@@ -1,7 +1,7 @@
 -- Hourly water levels per device (the aggregate tier's agg_water_hours): the highest memory held between requests
 -- (reserved_after / card), the highest allocated after a request (the part a restart or a leak moves), the highest
 -- peak during a request, and the largest need. `lifetime` is the process lifetime of the hour's first request
--- (the lifetimes started before it, and at its own time): an hour with a restart belongs to the old process,
+-- (the lifetimes started before it, and by it): an hour with a restart belongs to the old process,
 -- whose level it shows. The forecast fits its trends on these maxima.
 CREATE OR REPLACE VIEW fct_water_hourly AS
 SELECT

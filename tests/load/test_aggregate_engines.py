@@ -303,3 +303,73 @@ def test_db_and_aggregates_together_are_a_usage_error(duckdb_set: Path, fleet_co
     ):
         result = run_cli(*command, "--db", str(fleet_copy), "--aggregates", str(duckdb_set))
         assert result.exit_code == 2 and "--db and --aggregates name two sources" in result.output, command
+
+
+@needs_spark
+def test_spark_writes_to_a_store_without_rename_by_runs(
+    fleet_lake: Path, spark, database_findings, monkeypatch
+) -> None:
+    """Through Spark's Hadoop file systems (file:// here; s3a://, gs://, abfss:// alike) the set is written as
+    AGG/run-<id>/ and committed by the manifest that names it, one object: an interrupted run leaves the committed
+    set readable and its orphan is deleted by the next run; findings on the set equal the database's."""
+    from oomlab.load import aggregate as aggregate_module
+    from oomlab.load.engines import SparkEngine
+
+    lake_uri, out = f"file://{fleet_lake}", fleet_lake.parent / "agg-store"
+    first = aggregate_lake(lake_uri, f"file://{out}", SparkEngine(session=spark))
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert manifest["engine"] == "spark" and manifest["lake"] == lake_uri and manifest["rows"] == first
+    assert [p.name for p in out.iterdir() if p.is_dir()] == [manifest["run"]]
+    assert _findings_json(api.findings(None, aggregates=out)) == database_findings
+
+    real_write_set = aggregate_module._write_set
+
+    def interrupted(lake, staging, engine):
+        real_write_set(lake, staging, engine)
+        raise KeyboardInterrupt  # after every table is written, before the manifest
+
+    monkeypatch.setattr(aggregate_module, "_write_set", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        aggregate_lake(lake_uri, f"file://{out}/", SparkEngine(session=spark))
+    monkeypatch.undo()
+    assert json.loads((out / MANIFEST).read_text())["run"] == manifest["run"]
+    assert len([p for p in out.iterdir() if p.is_dir()]) == 2  # the committed run and the orphan
+    assert _findings_json(api.findings(None, aggregates=out)) == database_findings
+
+    aggregate_lake(lake_uri, f"file://{out}", SparkEngine(session=spark))
+    again = json.loads((out / MANIFEST).read_text())
+    assert again["run"] != manifest["run"] and [p.name for p in out.iterdir() if p.is_dir()] == [again["run"]]
+
+
+def test_duckdb_refuses_a_uri_in_one_line(fleet_lake: Path, tmp_path: Path, run_cli) -> None:
+    result = run_cli("aggregate", "--lake", f"s3a://bucket/{fleet_lake.name}", "--out", str(tmp_path / "agg"))
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "the duckdb engine reads and writes local paths only, not s3a://bucket/lake" in result.output
+
+
+def test_a_manifest_naming_no_run_is_one_line(duckdb_set: Path, tmp_path: Path, run_cli) -> None:
+    agg = tmp_path / "agg"
+    shutil.copytree(duckdb_set, agg)
+    manifest = json.loads((agg / MANIFEST).read_text())
+    for run, reason in (("../agg-duckdb", "names no run folder"), (None, None)):
+        (agg / MANIFEST).write_text(json.dumps(manifest | {"run": run}) if run else "{not json")
+        result = run_cli("findings", "--aggregates", str(agg))
+        assert result.exit_code == 1 and "Traceback" not in result.output
+        assert (reason or f"{MANIFEST} is unreadable") in result.output
+
+
+def test_the_spark_job_entry_runs_as_spark_submit_runs_it(tmp_path: Path) -> None:
+    """spark-submit runs the entry as a file, outside its package: --path prints that file, and the file run so
+    answers --help and refuses a missing --lake in one line (no Spark needed for either)."""
+    import subprocess
+    import sys
+
+    module = subprocess.run(
+        [sys.executable, "-m", "oomlab.load.spark_job", "--path"], capture_output=True, text=True, check=True
+    )
+    entry = Path(module.stdout.strip())
+    assert entry.name == "spark_job.py" and entry.is_file()
+    shown = subprocess.run([sys.executable, str(entry), "--help"], capture_output=True, text=True, cwd=tmp_path)
+    assert shown.returncode == 0 and "--lake" in shown.stdout and "--out" in shown.stdout
+    refused = subprocess.run([sys.executable, str(entry), "--out", "x"], capture_output=True, text=True, cwd=tmp_path)
+    assert refused.returncode == 2 and "--lake and --out are required" in refused.stderr
