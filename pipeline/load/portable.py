@@ -8,6 +8,7 @@ views (the lake's tables)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 
@@ -80,9 +81,27 @@ def for_engine(sql: str, dialect: str) -> list[str]:
             statement.set("properties", exp.Properties(expressions=[exp.TemporaryProperty()]))
         statement = expand_macros(statement)
         if dialect == "spark":
-            statement = statement.transform(_spark_percentile)
+            statement = _spark_hints(statement.transform(_spark_percentile))
         statements.append(statement.sql(dialect=dialect, comments=False))
     return statements
+
+
+# The one hint oomlab's SQL gives: BROADCAST of relations the statement names (sqlglot would pass anything on, and
+# Spark ignores a hint it cannot read without a word).
+_BROADCAST = re.compile(r"^\+\s*BROADCAST\(\s*\w+(\s*,\s*\w+)*\s*\)\s*$", re.IGNORECASE)
+
+
+def _spark_hints(statement: exp.Expression) -> exp.Expression:
+    """A SELECT's `/*+ BROADCAST(b) */` comment as Spark's join hint. DuckDB reads it as the comment it is (its
+    planner sizes the join sides itself); Spark cannot size an aggregate before running it, so without the hint it
+    shuffles and sorts every request to join them to a few dozen rows."""
+    for select in statement.find_all(exp.Select):
+        hints = [c for c in select.comments or [] if c.lstrip().startswith("+")]
+        if hints:
+            if not _BROADCAST.match(hints[0].strip()):
+                raise DatabaseError(f"not a Spark hint oomlab gives: /*{hints[0]}*/ (BROADCAST(name, ...))")
+            select.set("hint", sqlglot.parse_one(f"SELECT /*{hints[0]}*/ 1", read="spark").args["hint"])
+    return statement
 
 
 def _spark_percentile(node: exp.Expression) -> exp.Expression:

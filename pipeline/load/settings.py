@@ -62,6 +62,7 @@ def _get(name: str, kind: type[_T]) -> _T:
 ALERT_LEVELS: tuple[float, ...] = _get("ALERT_LEVELS", tuple)
 ALERT_NEED_FACTOR = _get("ALERT_NEED_FACTOR", float)
 MAX_HOLD_S = _get("MAX_HOLD_S", int)
+INCIDENT_HOUR_REQUESTS = _get("INCIDENT_HOUR_REQUESTS", int)
 BASELINE_BUCKETS = _get("BASELINE_BUCKETS", int)
 MIN_BUCKET_US = _get("MIN_BUCKET_US", int)
 BASELINE_LOOKBACK_BUCKETS = _get("BASELINE_LOOKBACK_BUCKETS", int)

@@ -29,7 +29,8 @@ WITH readings AS (
     FROM readings
     GROUP BY instance, gpu_index
 )
-SELECT
+-- spans is a row per device: joined by broadcast on Spark (load/portable.py), not by a shuffle of every request
+SELECT /*+ BROADCAST(s) */
     r.instance,
     r.gpu_index,
     r.model_version,

@@ -20,7 +20,8 @@ cuts AS (
     FROM candidates
     GROUP BY day
 )
-SELECT c.instance, c.gpu_index, c.ts, c.day, c.request_id, c.model_version, c.device_total, c.is_oom,
+-- cuts is a row per day: joined by broadcast on Spark (load/portable.py), not by a shuffle of every request
+SELECT /*+ BROADCAST(k) */ c.instance, c.gpu_index, c.ts, c.day, c.request_id, c.model_version, c.device_total, c.is_oom,
        c.names_neighbour, c.batch_size, c.input_sequence_length, c.output_sequence_length, c.batch_x_input,
        c.batch_x_tokens, c.sample_key
 FROM candidates AS c

@@ -14,6 +14,11 @@ CREATE OR REPLACE MACRO ALERT_NEED_FACTOR() AS 1.2::DOUBLE;
 -- Seconds a request (or a telemetry sample) holds its level until the next one, but not across a longer gap:
 -- the device may have been idle or down, and we do not know what it held then.
 CREATE OR REPLACE MACRO MAX_HOLD_S() AS 1800;
+-- The incident timeline draws 3 hours either side of an OOM in at most 1500 points (report/downsample.py), 250 an
+-- hour: an instance's hour with no more requests than that is drawn whole, so the aggregate tier keeps its requests
+-- whole (agg_incident_detail); a busier hour is drawn by its minutes' first, highest and lowest requests
+-- (agg_incident_minutes), what the downsampling keeps of its 43 s buckets. A test holds this to the report's numbers.
+CREATE OR REPLACE MACRO INCIDENT_HOUR_REQUESTS() AS 250;
 
 -- fct_request_baselines cuts each device's time span into this many buckets: fine enough to place a restart
 -- within 1/4096 of the span, few enough that the restart search stays small whatever the number of requests.

@@ -97,8 +97,9 @@ RAW_REQUEST_READERS = {
     "fct_prompt_requests",  # per-request prompt sizes for `oomlab query` and inspection: no analysis reads it (below)
     "fct_water_requests",  # per-request levels for `oomlab query`: no analysis reads it (below)
 }
-# The staged views of one row per request (stg_prompt_requests: stg_requests with its sizes weighed).
-PER_REQUEST = {"stg_requests", "stg_prompt_requests"}
+# The staged views of one row per request (stg_prompt_requests: stg_requests with its sizes weighed;
+# stg_incident_requests: as the incident timeline draws it).
+PER_REQUEST = {"stg_requests", "stg_prompt_requests", "stg_incident_requests"}
 
 
 def test_no_analysis_reads_the_per_request_views() -> None:

@@ -14,9 +14,11 @@ import polars as pl
 import pytest
 
 from oomlab import api
+from oomlab.load.settings import INCIDENT_HOUR_REQUESTS
 from oomlab.load.sql import sql_text
-from oomlab.report.downsample import downsample
+from oomlab.report.downsample import DEFAULT_MAX_POINTS, downsample
 from oomlab.report.html import PLOTLY_JS
+from oomlab.report.incident_data import CONTEXT
 
 from conftest import H200, ROOT, read_jsonl_gz
 
@@ -276,21 +278,24 @@ def test_docs_list_every_key_of_both_documents(demo, weekly):
 
 
 def test_the_incident_timeline_keeps_each_minutes_extremes_and_every_oom(fleet_con):
-    """What an incident timeline draws (q_incident_requests over agg_incident_requests), checked against the raw
-    requests of every instance of the sample fleet and the real H200 logs (gpu-c-2: 400 requests in one minute
-    without an OOM; gpu-a-0, gpu-b-1: every request within a minute of their OOMs): a minute beside an OOM keeps
-    every request, any other minute its first request and its highest and lowest peak (peak_allocated, else
-    allocated_after) per GPU, and nothing else."""
+    """What an incident timeline draws (q_incident_requests over agg_incident_minutes and agg_incident_detail),
+    checked against the raw requests of every instance of the sample fleet and the real H200 logs (gpu-a-0 and
+    gpu-b-1: 47 and 79 requests in a minute, with their OOMs; gpu-c-2: 400 in a minute): an instance's hour of at
+    most INCIDENT_HOUR_REQUESTS keeps every request, as does a request that ended in OOM; a busier hour keeps of
+    each GPU's minute its first request and its highest and lowest peak (peak_allocated, else allocated_after),
+    and nothing else."""
     since, until = fleet_con.execute("SELECT min(ts), max(ts) + INTERVAL 1 SECOND FROM stg_requests").fetchall()[0]
     raw = fleet_con.sql(
-        "WITH r AS (SELECT *, date_trunc('minute', ts) AS minute, coalesce(peak_allocated, allocated_after) AS p "
-        "FROM stg_requests WHERE instance IS NOT NULL AND ts IS NOT NULL), "
-        "near AS (SELECT DISTINCT instance, minute + INTERVAL (k) MINUTE AS minute FROM r, range(-1, 2) t(k) "
-        "WHERE is_oom) "
+        "WITH r AS (SELECT *, date_trunc('minute', ts) AS minute, coalesce(peak_allocated, allocated_after) AS p, "
+        "count(*) OVER (PARTITION BY instance, date_trunc('hour', ts)) AS in_hour "
+        "FROM stg_requests WHERE instance IS NOT NULL AND ts IS NOT NULL) "
         "SELECT instance, gpu_index, minute, count(*) AS n, max(p) AS high, min(p) AS low, min(ts) AS first, "
-        "bool_or(near.minute IS NOT NULL) AS near_oom FROM r LEFT JOIN near USING (instance, minute) GROUP BY ALL"
+        "count(*) FILTER (WHERE is_oom) AS ooms, bool_and(in_hour <= $1) AS quiet FROM r GROUP BY ALL",
+        params=[INCIDENT_HOUR_REQUESTS],
     ).pl()
-    assert raw.filter(pl.col("instance") == "gpu-c-2")["n"].to_list() == [400]
+    assert raw.filter(pl.col("instance").is_in(["gpu-a-0", "gpu-b-1"]))["quiet"].all()
+    # the one busy hour: the real gpu-c-2 log, 400 requests in one minute without an OOM
+    assert raw.filter(~pl.col("quiet")).select("instance", "n").rows() == [("gpu-c-2", 400)]
     drawn = pl.concat(
         [
             fleet_con.sql(sql_text("q_incident_requests"), params={"instance": name, "since": since, "until": until})
@@ -304,6 +309,7 @@ def test_the_incident_timeline_keeps_each_minutes_extremes_and_every_oom(fleet_c
         pl.col("peak_allocated").max().alias("high_drawn"),
         pl.col("peak_allocated").min().alias("low_drawn"),
         pl.col("ts").min().alias("first_drawn"),
+        pl.col("is_oom").sum().alias("ooms_drawn"),
     )
     joined = raw.join(per_minute, on=["instance", "gpu_index", "minute"], how="full", nulls_equal=True)
     assert joined.filter(pl.col("n").is_null() | pl.col("n_drawn").is_null()).is_empty()
@@ -311,9 +317,14 @@ def test_the_incident_timeline_keeps_each_minutes_extremes_and_every_oom(fleet_c
         (pl.col("high") != pl.col("high_drawn"))
         | (pl.col("low") != pl.col("low_drawn"))
         | (pl.col("first") != pl.col("first_drawn"))
+        | (pl.col("ooms") != pl.col("ooms_drawn"))
     ).is_empty()
-    near, far = joined.filter(pl.col("near_oom")), joined.filter(~pl.col("near_oom"))
-    assert (near["n"] == near["n_drawn"]).all() and near["n"].sum() > 100
-    assert far.filter((pl.col("n") <= 2) & (pl.col("n_drawn") != pl.col("n"))).is_empty()
-    assert far.filter(pl.col("n_drawn") > pl.min_horizontal("n", pl.lit(3))).is_empty()
-    assert far.filter(pl.col("instance") == "gpu-c-2")["n_drawn"].to_list() == [3]
+    quiet, busy = joined.filter(pl.col("quiet")), joined.filter(~pl.col("quiet"))
+    assert (quiet["n"] == quiet["n_drawn"]).all() and quiet["n"].sum() > 100
+    assert busy["n_drawn"].to_list() == [3]
+
+
+def test_a_quiet_hour_is_what_the_timeline_draws_whole():
+    """INCIDENT_HOUR_REQUESTS is the chart's points per hour: 1500 points over 3 hours either side of the OOM."""
+    hours = 2 * CONTEXT.total_seconds() / 3600
+    assert DEFAULT_MAX_POINTS // hours == INCIDENT_HOUR_REQUESTS
