@@ -37,9 +37,9 @@ def join(base: Path | str, name: str) -> Path | str:
 class Store(Protocol):
     """What the object-store commit needs of a file system without rename (load/aggregate.py)."""
 
-    def exists(self, uri: str) -> bool: ...
+    def exists(self, uri: str | Path) -> bool: ...
 
-    def write_text(self, uri: str, text: str) -> None: ...
+    def write_text(self, uri: str | Path, text: str) -> None: ...
 
     def folders(self, uri: str) -> list[str]: ...
 
@@ -152,15 +152,16 @@ class HadoopStore:
         self._jvm = spark.sparkContext._jvm
         self._conf = spark.sparkContext._jsc.hadoopConfiguration()
 
-    def _fs(self, uri: str):  # -> (org.apache.hadoop.fs.FileSystem, org.apache.hadoop.fs.Path)
-        path = self._jvm.org.apache.hadoop.fs.Path(uri)
+    def _fs(self, uri: str | Path):  # -> (org.apache.hadoop.fs.FileSystem, org.apache.hadoop.fs.Path)
+        # a local path beside a URI (--lake lake/ --out s3a://...) is read by the same API, as Spark reads it
+        path = self._jvm.org.apache.hadoop.fs.Path(str(uri))
         return path.getFileSystem(self._conf), path
 
-    def exists(self, uri: str) -> bool:
+    def exists(self, uri: str | Path) -> bool:
         fs, path = self._fs(uri)
         return bool(fs.exists(path))
 
-    def write_text(self, uri: str, text: str) -> None:
+    def write_text(self, uri: str | Path, text: str) -> None:
         fs, path = self._fs(uri)
         stream = fs.create(path, True)  # overwrite: one object, visible whole when closed
         try:
