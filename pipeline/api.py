@@ -377,12 +377,6 @@ def lake_export(db_path: str | Path, lake_dir: str | Path) -> dict[str, int]:
         return export_lake(con, Path(lake_dir))
 
 
-def _location(where: str | Path) -> str | Path:
-    from .load.engines import is_uri
-
-    return where if is_uri(where) else Path(where)
-
-
 def aggregate(
     lake_dir: str | Path, out_dir: str | Path, engine: str = "duckdb", master: str | None = None
 ) -> dict[str, int]:
@@ -394,7 +388,7 @@ def aggregate(
 
     runner = open_engine(engine, master)
     try:
-        # a URI (s3a://, gs://, file://) stays a string: pathlib would fold its `//`
-        return aggregate_lake(_location(lake_dir), _location(out_dir), runner)
+        # passed as given: aggregate_lake tells a URI (s3a://, file://) from a path, which pathlib would fold
+        return aggregate_lake(lake_dir, out_dir, runner)
     finally:
         runner.close()

@@ -1,7 +1,7 @@
 -- The aggregate tier (see agg_request_minutes): per instance, GPU and minute (UTC), the three requests the incident
 -- timeline draws of a busy minute (q_incident_requests): the first, the one with the highest and the one with the
 -- lowest peak (peak_allocated, else allocated_after, as the timeline plots it), each whole as a struct
--- (agg_incident_detail defines its fields). These are the rows report/downsample.py keeps of a bucket, at a grain
+-- (stg_incident_requests defines its fields). These are the rows report/downsample.py keeps of a bucket, at a grain
 -- finer than the chart's 43 s buckets would be over the 6 hours it draws, within a bucket's width. Bounded by
 -- instances x minutes. Ties are broken by time, then file and line, so that both engines pick the same request; a
 -- struct value is never NULL, so DuckDB's arg_max and Spark's max_by see the same rows.

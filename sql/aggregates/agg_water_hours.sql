@@ -47,7 +47,8 @@ WITH ordered AS (
     FROM ordered
 ), closing AS (
     -- what a request would leave for the next hour were it the hour's last (oomlab_water_hourly cuts its hold at
-    -- a window's end)
+    -- a window's end), as a struct: next_ts is NULL for a device's last request, and a struct is never NULL, so
+    -- DuckDB's arg_max (which skips a NULL value) and Spark's max_by pick the same request
     SELECT *, struct_pack(next_ts := next_ts, held_level := held_level, hold_s := hold_s) AS last
     FROM held
 )
@@ -69,11 +70,10 @@ SELECT
     max(peak_allocated) AS peak_allocated_bytes,
     max(peak_bytes) AS peak_bytes,
     count(*) FILTER (WHERE starts_lifetime) AS lifetime_starts,
-    -- whether the hour's first request starts a lifetime; like the hour's last request below, taken as an
-    -- aggregate of a struct (never NULL, so both engines agree) rather than by a window per hour: on Spark each
-    -- window is one more sort of every request
-    CAST(struct_extract(arg_min(struct_pack(starts := starts_lifetime), (ts, source_id, line)), 'starts') AS BIGINT)
-        AS starts_at_first,
+    -- whether the hour's first request starts a lifetime (starts_lifetime is never NULL, so DuckDB's arg_min and
+    -- Spark's min_by pick alike); like the hour's last request below, an aggregate rather than a window per hour:
+    -- on Spark each window is one more sort of every request
+    CAST(arg_min(starts_lifetime, (ts, source_id, line)) AS BIGINT) AS starts_at_first,
     max(ts) AS last_ts,
     max(reserved_after) AS peak_reserved_bytes,
     min(device_total - held_bytes) AS min_free_bytes,

@@ -56,8 +56,9 @@ usable_costs AS (
     FROM costs
 ),
 sized AS (
-    -- baselines and costs are a few rows per device and version: joined by broadcast on Spark, not by a shuffle
-    -- and sort of every request (load/portable.py makes the comment Spark's hint)
+    -- baselines and costs are a few rows per device and version, the OOM events small beside the requests: joined
+    -- by broadcast on Spark, not by a shuffle and sort of every request (load/portable.py makes the comment Spark's
+    -- hint)
     SELECT /*+ BROADCAST(b, k, e) */
         r.instance,
         r.gpu_index,

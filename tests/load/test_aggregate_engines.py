@@ -277,8 +277,8 @@ def _incident_events(db: Path) -> list[int]:
 
 
 def test_the_incident_report_on_aggregates_equals_the_databases(duckdb_set: Path, fleet_copy: Path, tmp_path) -> None:
-    """The incident page reads the aggregate tier for its timeline (agg_incident_minutes, agg_oom_requests), so an
-    aggregate set draws the same page as the database: verdict, timeline, snapshot, similar incidents."""
+    """The incident page reads the aggregate tier for its timeline (agg_incident_minutes, agg_incident_detail), so
+    an aggregate set draws the same page as the database: verdict, timeline, snapshot, similar incidents."""
     events = _incident_events(fleet_copy)
     assert len(events) >= 3
     for event in events:
@@ -290,9 +290,8 @@ def test_the_incident_report_on_aggregates_equals_the_databases(duckdb_set: Path
             document.pop("generated_at", None)
             documents.append(document)
         assert documents[0] == documents[1], event
-    busiest = json.loads((tmp_path / f"incident-{events[-1]}-0.json").read_text())
-    assert any(json.loads(p.read_text())["timeline"]["requests"]["ts"] for p in tmp_path.glob("incident-*-0.json"))
-    assert busiest["report"] == "incident"
+    timelines = [json.loads(p.read_text())["timeline"] for p in tmp_path.glob("incident-*-0.json")]
+    assert sum(len(t["requests"]["ts"]) for t in timelines if t) > 100  # pages with requests drawn were compared
 
 
 def test_db_and_aggregates_together_are_a_usage_error(duckdb_set: Path, fleet_copy: Path, run_cli) -> None:
