@@ -135,11 +135,18 @@ def memory_limit() -> str:
     configured = os.environ.get(MEMORY_LIMIT_ENV, "").strip()
     if configured:
         return configured
+    quarter = quarter_of_memory()
+    return "80%" if quarter is None else f"{quarter}B"  # DuckDB's own default where memory cannot be read
+
+
+def quarter_of_memory() -> int | None:
+    """A quarter of the machine's memory in bytes, at least 1 GiB (None where it cannot be read): what one engine
+    of oomlab's may hold (DuckDB's buffer pool, a local Spark's heap)."""
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
-        return "80%"  # DuckDB's own default where the machine's memory cannot be read
-    return f"{max(total // 4, 1 << 30)}B"
+        return None
+    return max(total // 4, 1 << 30)
 
 
 def _limit_memory(con: duckdb.DuckDBPyConnection, db_path: str) -> None:

@@ -11,8 +11,14 @@ WITH needs AS (
     FROM stg_requests
     WHERE device_total > 0 AND instance IS NOT NULL
       AND sizes_possible
+), guessed AS (
+    -- the fine bucket a step a column (oomlab_pow2_guess): inline it is twenty logarithms a row
+    SELECT *, oomlab_pow2_guess(need_bytes) AS need_guess FROM needs
+), settled AS (
+    SELECT *, oomlab_pow2_settle(need_bytes, need_guess) AS need_pow2 FROM guessed
+), bucketed AS (
+    SELECT *, oomlab_fine_of_pow2(need_bytes, need_pow2) AS need_bucket FROM settled
 )
-SELECT instance, gpu_index, day, oomlab_fine_bucket(need_bytes) AS need_bucket, count(*) AS requests,
-       max(need_bytes) AS need_bytes
-FROM needs
-GROUP BY instance, gpu_index, day, oomlab_fine_bucket(need_bytes);
+SELECT instance, gpu_index, day, need_bucket, count(*) AS requests, max(need_bytes) AS need_bytes
+FROM bucketed
+GROUP BY instance, gpu_index, day, need_bucket;

@@ -14,11 +14,18 @@ WITH sized AS (
            CASE m.metric WHEN 'batch_x_input' THEN r.batch_x_input ELSE r.batch_x_tokens END AS own_size
     FROM stg_prompt_requests AS r
     CROSS JOIN (VALUES ('batch_x_input'), ('batch_x_tokens')) AS m(metric)
+), guessed AS (
+    -- the fine bucket a step a column (oomlab_pow2_guess): inline it is twenty logarithms a row
+    SELECT *, oomlab_pow2_guess(size) AS size_guess FROM sized
+), settled AS (
+    SELECT *, oomlab_pow2_settle(size, size_guess) AS size_pow2 FROM guessed
+), bucketed AS (
+    SELECT *, oomlab_fine_of_pow2(size, size_pow2) AS size_bucket, CASE WHEN is_oom THEN own_size END AS oom_size
+    FROM settled
 )
 SELECT instance, gpu_index, model_version, device_total, day, metric, is_oom, at_fresh_baseline, cost_unknown,
-       names_neighbour, fragmented, oomlab_fine_bucket(size) AS size_bucket,
-       CASE WHEN is_oom THEN own_size END AS own_size,
+       names_neighbour, fragmented, size_bucket, oom_size AS own_size,
        count(*) AS requests, min(size) AS min_size, max(size) AS max_size, min(ts) AS first_ts, max(ts) AS last_ts
-FROM sized
+FROM bucketed
 GROUP BY instance, gpu_index, model_version, device_total, day, metric, is_oom, at_fresh_baseline, cost_unknown,
-         names_neighbour, fragmented, oomlab_fine_bucket(size), CASE WHEN is_oom THEN own_size END;
+         names_neighbour, fragmented, size_bucket, oom_size;
