@@ -121,8 +121,8 @@ class SparkEngine:
         from .portable import spark_type
 
         # The schema is given, not inferred: inferring it (mergeSchema) is a Spark job per table that reads every
-        # file's footer, 0.2-3 s each and 10 s for the lake's 18 tables; a column a file lacks reads as NULL, a
-        # narrower integer is widened. The partition columns (date, source_id) still come from the paths.
+        # file's footer, 0.2-3 s each and 10 s for the lake's 18 tables; a column a file lacks reads as NULL.
+        # The partition columns (date, source_id) still come from the paths.
         schema = ", ".join(f"`{c}` {spark_type(t)}" for c, t in columns.items())
         frame = self.spark.read.schema(schema).parquet(str(folder))
         chosen = [frame[c].cast(spark_type(t)).alias(c) for c, t in columns.items()]
