@@ -123,10 +123,9 @@ class SparkEngine:
         # The schema is given, not inferred: inferring it (mergeSchema) is a Spark job per table that reads every
         # file's footer, 0.2-3 s each and 10 s for the lake's 18 tables; a column a file lacks reads as NULL.
         # The partition columns (date, source_id) still come from the paths.
-        schema = ", ".join(f"`{c}` {spark_type(t)}" for c, t in columns.items())
-        frame = self.spark.read.schema(schema).parquet(str(folder))
-        chosen = [frame[c].cast(spark_type(t)).alias(c) for c, t in columns.items()]
-        frame.select(*chosen).createOrReplaceTempView(table)
+        types = {column: spark_type(kind) for column, kind in columns.items()}
+        frame = self.spark.read.schema(", ".join(f"`{c}` {t}" for c, t in types.items())).parquet(str(folder))
+        frame.select(*(frame[c].cast(t).alias(c) for c, t in types.items())).createOrReplaceTempView(table)
 
     def execute(self, sql: str) -> None:
         for statement in self._for_engine(sql, "spark"):
