@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter
@@ -16,11 +17,20 @@ import pyarrow.compute as pc
 from ...errors import InputError
 from ..compression import open_binary
 from .legacy import snapshot_root
-from .limits import MAX_LABEL, Budget, JsonBudget, bounded_text, int64_value, kind_of, plain_json
-from .safe_pickle import failure_detail, gc_paused, load_plain_pickle_sized, read_start
+from .limits import (
+    FRAME_COMPARISONS_PER_BYTE,
+    MAX_LABEL,
+    Budget,
+    JsonBudget,
+    bounded_text,
+    int64_value,
+    kind_of,
+    plain_json,
+)
+from .safe_pickle import failure_detail, gc_paused, load_plain_pickle_sized, read_start, stream_plain_pickle
 from .segments import segment_tables
 from .sniff import sniff_snapshot
-from .stacks import StackInterner, stack_tables
+from .stacks import Frame, StackInterner, stack_tables
 
 
 @dataclass(frozen=True)
@@ -73,8 +83,31 @@ def read_snapshot(path: str | Path) -> SnapshotData:
     if sniff_snapshot(read_start(path, 4096)) == "json":
         obj, size = _load_json(path)
         return snapshot_from_object(obj, name, "json", input_bytes=size)
+    streamed = read_snapshot_streaming(path)
+    if streamed is not None:
+        return streamed
     obj, size = load_plain_pickle_sized(path)
     return snapshot_from_object(obj, name, "pickle", input_bytes=size)
+
+
+def read_snapshot_streaming(path: str | Path) -> SnapshotData | None:
+    """The snapshot read by the streaming reader, its trace columnarised chunk by chunk as it is read (so the
+    trace's objects never exist all at once); None where that reader is not built or declines the file."""
+    name = str(path)
+    interner = StackInterner.empty(name, Budget.for_input(0))
+    chunks = _TraceChunks(interner, name)
+    with gc_paused():
+        streamed = stream_plain_pickle(path, chunks.add)  # _StreamDeclined from chunks.add also ends as None
+        if streamed is None:
+            return None
+        root, shapes = snapshot_root(streamed.root, name)
+        devices = _devices_of(root, streamed.trace_lists)
+        if devices is None:
+            return None
+        traces = chunks.tables(devices)
+        return _guarded(
+            name, lambda: _columnarise(root, name, "pickle", shapes, Budget.for_input(streamed.input_bytes), traces)
+        )
 
 
 def snapshot_from_object(
@@ -84,20 +117,25 @@ def snapshot_from_object(
     text longer than limits.MAX_TEXT is cut in place. `input_bytes`: the decompressed size of the file it
     came from, which bounds the work (an object built in memory gets the bounds of a 256 MiB file)."""
     with gc_paused():
-        try:
-            root, shapes = snapshot_root(obj, name)
-            del obj
-            return _columnarise(root, name, fmt, shapes, Budget.for_input(input_bytes))
-        except InputError:
-            raise
-        except RecursionError as exc:
-            raise InputError(name, "not a PyTorch memory snapshot: it nests deeper than can be walked") from exc
-        except MemoryError as exc:
-            raise InputError(
-                name, "not a PyTorch memory snapshot: its tables need more memory than this machine has"
-            ) from exc
-        except (TypeError, ValueError, KeyError, IndexError, OverflowError, AttributeError, pa.ArrowException) as exc:
-            raise InputError(name, f"not a PyTorch memory snapshot: malformed content ({failure_detail(exc)})") from exc
+        root, shapes = snapshot_root(obj, name)
+        del obj
+        return _guarded(name, lambda: _columnarise(root, name, fmt, shapes, Budget.for_input(input_bytes)))
+
+
+def _guarded(name: str, work: Callable[[], SnapshotData]) -> SnapshotData:
+    """`work()`, any failure of malformed content turned into this file's one-line InputError."""
+    try:
+        return work()
+    except InputError:
+        raise
+    except RecursionError as exc:
+        raise InputError(name, "not a PyTorch memory snapshot: it nests deeper than can be walked") from exc
+    except MemoryError as exc:
+        raise InputError(
+            name, "not a PyTorch memory snapshot: its tables need more memory than this machine has"
+        ) from exc
+    except (TypeError, ValueError, KeyError, IndexError, OverflowError, AttributeError, pa.ArrowException) as exc:
+        raise InputError(name, f"not a PyTorch memory snapshot: malformed content ({failure_detail(exc)})") from exc
 
 
 def _load_json(path: str | Path) -> tuple[object, int]:
@@ -113,10 +151,23 @@ def _load_json(path: str | Path) -> tuple[object, int]:
         raise InputError(str(path), f"not a readable JSON snapshot: {failure_detail(exc)}") from exc
 
 
-def _columnarise(root: dict[str, Any], name: str, fmt: str, shapes: list[str], budget: Budget) -> SnapshotData:
-    interner = StackInterner.empty(name, budget)
+def _columnarise(
+    root: dict[str, Any], name: str, fmt: str, shapes: list[str], budget: Budget, traces: _Traces | None = None
+) -> SnapshotData:
+    """The tables of a loaded snapshot; `traces`: its trace tables and their interner where they were built
+    while streaming (the segments' stacks are then interned after the trace's, and renumbered to the order
+    in which a whole load would have met them)."""
+    interner = StackInterner.empty(name, budget) if traces is None else traces.interner
     segments, blocks = segment_tables(_list(root["segments"], "segments", name), interner, name)
-    trace_events, ooms = _all_traces(root, interner, name)
+    if traces is None:
+        trace_events, ooms = _all_traces(root, interner, name)
+    else:
+        trace_events, ooms = traces.events, traces.ooms
+        order = _first_seen_order(interner, (blocks, segments, trace_events))
+        if order is not None:
+            segments, blocks, trace_events, ooms = (
+                _remap_stacks(t, order) for t in (segments, blocks, trace_events, ooms)
+            )
     remap = interner.merge_equal_stacks()
     if remap is not None:
         segments, blocks, trace_events, ooms = (_remap_stacks(t, remap) for t in (segments, blocks, trace_events, ooms))
@@ -124,6 +175,118 @@ def _columnarise(root: dict[str, Any], name: str, fmt: str, shapes: list[str], b
     meta = _meta(root, name, fmt, shapes, (segments, blocks, trace_events), (ooms.num_rows, len(stacks)), budget)
     stacks_table, frames_table = stack_tables(stacks, name, budget)
     return SnapshotData(meta, segments, blocks, trace_events, stacks_table, frames_table, ooms)
+
+
+class _StreamDeclined(Exception):
+    """The streamed trace cannot be numbered as a whole load would number it: read the file whole."""
+
+
+@dataclass(frozen=True)
+class _Traces:
+    """Trace tables built while streaming, and the interner that numbered their stacks."""
+
+    events: pa.Table
+    ooms: pa.Table
+    interner: StackInterner
+
+
+class _TraceChunks:
+    """Columnarises trace entries as the streaming reader hands them over, in chunks of CHUNK_ENTRIES; the
+    device column holds the trace list's ordinal until `tables` maps it to the device index."""
+
+    # Entries held before they become columns: ~40 MB of entry dicts (about 640 bytes each with their
+    # frames list), while each column pass still runs over enough entries to amortise its per-call cost.
+    CHUNK_ENTRIES = 1 << 16
+
+    def __init__(self, interner: StackInterner, name: str) -> None:
+        self.interner = interner
+        self._name = name
+        self._pending: list[dict[str, Any]] = []
+        self._pending_stacks: list[int] = []
+        self._ordinal = 0
+        self._seq = 0
+        self._bytes_budgeted = 0
+        self._events: list[pa.Table] = []
+        self._ooms: list[pa.Table] = []
+
+    def add(self, ordinal: int, entries: list[dict[str, Any]], bytes_read: int) -> list[list[Frame]]:
+        """Take one batch of a trace list's entries; `bytes_read` raises the stack interner's budget. Returns
+        each entry's stack as the interner keeps it, for the reader to keep in place of the entry's frames list
+        (a later entry may name the same list)."""
+        if ordinal != self._ordinal:
+            if ordinal < self._ordinal:
+                raise _StreamDeclined  # lists interleaved: seq numbers would not follow device order
+            self._flush()
+            self._ordinal = ordinal
+        self.interner.comparisons_left += FRAME_COMPARISONS_PER_BYTE * (bytes_read - self._bytes_budgeted)
+        self._bytes_budgeted = bytes_read
+        stack_ids = self.interner.intern_all(map(dict.get, entries, repeat("frames")))
+        self._pending.extend(entries)
+        self._pending_stacks.extend(stack_ids)
+        if len(self._pending) >= self.CHUNK_ENTRIES:
+            self._flush()
+        stacks = self.interner.stacks
+        return [stacks[i] for i in stack_ids]
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        events, ooms = _trace_tables(
+            self._pending, self._ordinal, self._seq, self.interner, self._name, self._pending_stacks
+        )
+        self._pending, self._pending_stacks = [], []
+        self._seq += events.num_rows
+        self._events.append(events)
+        self._ooms.append(ooms)
+
+    def tables(self, devices: list[int]) -> _Traces:
+        """The trace tables, each row's device the index (in `device_traces`) of list `ordinal`."""
+        self._flush()
+        if not self._events:
+            events, ooms = _trace_tables([], 0, 0, self.interner, self._name)
+            return _Traces(events, ooms, self.interner)
+        # one action dictionary for all chunks, in the order a whole load meets the actions
+        events, ooms = pa.concat_tables(self._events).unify_dictionaries(), pa.concat_tables(self._ooms)
+        self._events, self._ooms = [], []
+        if devices != list(range(len(devices))):
+            device_of = pa.array(devices, pa.int32())
+            events, ooms = (_set_device(t, device_of) for t in (events, ooms))
+        return _Traces(events, ooms, self.interner)
+
+
+def _set_device(table: pa.Table, device_of: pa.Array) -> pa.Table:
+    index = table.schema.get_field_index("device")
+    return table.set_column(index, "device", pc.take(device_of, table["device"]))
+
+
+def _devices_of(root: dict[str, Any], trace_lists: list[list[Any]]) -> list[int] | None:
+    """The device index of each streamed trace list (its place in `device_traces`); None unless every
+    streamed list is there and every other device's list is empty (a list the reader did not stream holds
+    entries that are not trace entries: the whole load names what is wrong with them)."""
+    traces = root.get("device_traces") or []
+    if type(traces) is not list:
+        return None
+    place = {id(trace): device for device, trace in enumerate(traces)}
+    devices = [place.get(id(trace), -1) for trace in trace_lists]
+    streamed = set(map(id, trace_lists))
+    if -1 in devices or any(trace and id(trace) not in streamed for trace in traces):
+        return None
+    return devices
+
+
+def _first_seen_order(interner: StackInterner, tables: tuple[pa.Table, ...]) -> list[int] | None:
+    """Renumber stacks in the order their first row appears across `tables` (blocks, segments, trace: the
+    order a whole load interns them), reordering the interner's stacks; the old-id -> new-id map, or None
+    when the numbering is already that order."""
+    ids = pa.chunked_array([chunk for t in tables for chunk in t["stack_id"].chunks], pa.int32())
+    order = pc.unique(ids).to_pylist()
+    if order == list(range(len(order))):
+        return None
+    remap = [0] * len(interner.stacks)
+    for new_id, old_id in enumerate(order):
+        remap[old_id] = new_id
+    interner.stacks[:] = [interner.stacks[old_id] for old_id in order]
+    return remap
 
 
 def _list(value: object, key: str, name: str) -> list[Any]:
@@ -150,9 +313,17 @@ def _all_traces(root: dict[str, Any], interner: StackInterner, name: str) -> tup
 
 
 def _trace_tables(
-    entries: list[dict[str, Any]], device: int, first_seq: int, interner: StackInterner, name: str
+    entries: list[dict[str, Any]],
+    device: int,
+    first_seq: int,
+    interner: StackInterner,
+    name: str,
+    stack_ids: list[int] | None = None,
 ) -> tuple[pa.Table, pa.Table]:
-    """The trace events of one device, one tight pass per column, and its `oom` entries."""
+    """The trace events of one device, one tight pass per column, and its `oom` entries; `stack_ids`: the
+    entries' stacks where they were interned already."""
+    if stack_ids is None:
+        stack_ids = interner.intern_all(map(dict.get, entries, repeat("frames")))
     count = len(entries)
     action = _action_column(entries, name)
     columns = {
@@ -163,7 +334,7 @@ def _trace_tables(
         "size": _int_column(entries, "size", name),
         "stream": _int_column(entries, "stream", name),
         "time_us": _int_column(entries, "time_us", name),
-        "stack_id": pa.array(interner.intern_all(map(dict.get, entries, repeat("frames"))), pa.int32()),
+        "stack_id": pa.array(stack_ids, pa.int32()),
     }
     events = pa.table(columns)
     return events, _oom_table(entries, events, name)

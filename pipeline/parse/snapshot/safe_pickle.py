@@ -6,15 +6,38 @@ import _compat_pickle
 import gc
 import io
 import pickle
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ...errors import InputError, UnsafePickleError
 from ..compression import DECOMPRESSION_ERRORS, READ_ERRORS, compression_of, open_binary, read_head
-from .bounded_read import CheckedStream, DecompressedRemaining, MemoryGuard, file_remaining
+from .bounded_read import CHECK_READS_ABOVE, CheckedStream, DecompressedRemaining, MemoryGuard, file_remaining
 from .limits import bounded_text
+
+try:  # the compiled reader, built with the wheel (hatch_build.py) where a C compiler was found
+    from . import _stream
+except ImportError:
+    _stream = None
+
+# The streaming reader hands larger objects to the full reader: a snapshot's strings are file names and
+# function names (the longest in the real captures is 1,594 characters), and CheckedStream checks reads
+# above this size against the input, which this reader would bypass.
+MAX_STREAMED_OBJECT = CHECK_READS_ABOVE
+TraceBatches = Callable[[int, list[Any], int], None]
+
+
+@dataclass(frozen=True)
+class StreamedPickle:
+    """What the streaming reader leaves: the object without its trace entries, the (emptied) trace lists in
+    the order their batches came, and the decompressed bytes read."""
+
+    root: object
+    trace_lists: list[list[Any]]
+    input_bytes: int
+
 
 _HINT = "a memory snapshot holds only dicts, lists, strings and numbers; do not load this file with pickle"
 _HINT_CORRUPT = "the file is truncated or not a pickle; copy it again from where it was dumped"
@@ -72,17 +95,46 @@ def load_plain_pickle(path: str | Path) -> object:
 def load_plain_pickle_sized(path: str | Path) -> tuple[object, int]:
     """`load_plain_pickle`, and how many decompressed bytes the pickle took (what bounds later work)."""
     name = str(path)
-    size = _check_not_empty(path)
     try:
-        with open_binary(path) as stream, gc_paused(), MemoryGuard() as guard:
-            _refuse_known_non_pickles(stream, name)
-            remaining = file_remaining(size) if compression_of(path) is None else DecompressedRemaining(path)
-            with CheckedStream(stream, name, remaining, guard) as checked:
-                return _PlainDataUnpickler(checked, name).load(), checked.position
+        with _checked_input(path) as checked:
+            return _PlainDataUnpickler(checked, name).load(), checked.position
     except InputError:
         raise
     except Exception as exc:
         raise InputError(name, _describe_failure(exc, compression_of(path)), hint=_HINT_CORRUPT) from exc
+
+
+def stream_plain_pickle(path: str | Path, on_batch: TraceBatches) -> StreamedPickle | None:
+    """The pickle at `path` read by the compiled streaming reader (parse/snapshot/_stream.c): the entries of
+    each trace list go to `on_batch(ordinal, entries, bytes_read)` as they are read, instead of into memory.
+    None where that reader is not built, or declines the file (anything but plain data, a corrupt stream, a
+    trace entry referenced twice): the caller then reads it with `load_plain_pickle_sized`, whose messages
+    say what is wrong. An InputError raised by `on_batch` or by the input itself ends the read."""
+    if _stream is None:
+        return None
+    try:
+        with _checked_input(path) as checked:
+            root, trace_lists = _stream.read(
+                checked, lambda ordinal, entries: on_batch(ordinal, entries, checked.position), MAX_STREAMED_OBJECT
+            )
+            return StreamedPickle(root, trace_lists, checked.position)
+    except InputError:
+        raise
+    except Exception:  # why: the full reader reads the file again and names what is wrong
+        return None
+
+
+@contextmanager
+def _checked_input(path: str | Path) -> Iterator[CheckedStream]:
+    """The decompressed pickle at `path` as a CheckedStream, read under the memory guard with the GC paused;
+    an empty file, a zip archive and an unreadable file are one-line InputErrors."""
+    name = str(path)
+    size = _check_not_empty(path)
+    with open_binary(path) as stream, gc_paused(), MemoryGuard() as guard:
+        _refuse_known_non_pickles(stream, name)
+        remaining = file_remaining(size) if compression_of(path) is None else DecompressedRemaining(path)
+        with CheckedStream(stream, name, remaining, guard) as checked:
+            yield checked
 
 
 def read_start(path: str | Path, size: int) -> bytes:
