@@ -104,6 +104,7 @@ def read_snapshot_streaming(path: str | Path) -> SnapshotData | None:
         devices = _devices_of(root, streamed.trace_lists)
         if devices is None:
             return None
+        chunks.budget_through(streamed.input_bytes)  # the segments are interned next, with the whole file's budget
         traces = chunks.tables(devices)
         return _guarded(
             name, lambda: _columnarise(root, name, "pickle", shapes, Budget.for_input(streamed.input_bytes), traces)
@@ -218,8 +219,7 @@ class _TraceChunks:
                 raise _StreamDeclined  # lists interleaved: seq numbers would not follow device order
             self._flush()
             self._ordinal = ordinal
-        self.interner.comparisons_left += FRAME_COMPARISONS_PER_BYTE * (bytes_read - self._bytes_budgeted)
-        self._bytes_budgeted = bytes_read
+        self.budget_through(bytes_read)
         stack_ids = self.interner.intern_all(map(dict.get, entries, repeat("frames")))
         self._pending.extend(entries)
         self._pending_stacks.extend(stack_ids)
@@ -227,6 +227,11 @@ class _TraceChunks:
             self._flush()
         stacks = self.interner.stacks
         return [stacks[i] for i in stack_ids]
+
+    def budget_through(self, bytes_read: int) -> None:
+        """Raise the interner's comparison budget to what `bytes_read` bytes of input allow (Budget)."""
+        self.interner.comparisons_left += FRAME_COMPARISONS_PER_BYTE * (bytes_read - self._bytes_budgeted)
+        self._bytes_budgeted = bytes_read
 
     def _flush(self) -> None:
         if not self._pending:

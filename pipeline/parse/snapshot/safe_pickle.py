@@ -26,7 +26,8 @@ except ImportError:
 # function names (the longest in the real captures is 1,594 characters), and CheckedStream checks reads
 # above this size against the input, which this reader would bypass.
 MAX_STREAMED_OBJECT = CHECK_READS_ABOVE
-TraceBatches = Callable[[int, list[Any], int], None]
+# on_batch(ordinal, entries, bytes_read) -> per entry, the list the reader keeps in place of its frames list
+TraceBatches = Callable[[int, list[Any], int], list[Any]]
 
 
 @dataclass(frozen=True)
@@ -106,10 +107,11 @@ def load_plain_pickle_sized(path: str | Path) -> tuple[object, int]:
 
 def stream_plain_pickle(path: str | Path, on_batch: TraceBatches) -> StreamedPickle | None:
     """The pickle at `path` read by the compiled streaming reader (parse/snapshot/_stream.c): the entries of
-    each trace list go to `on_batch(ordinal, entries, bytes_read)` as they are read, instead of into memory.
-    None where that reader is not built, or declines the file (anything but plain data, a corrupt stream, a
-    trace entry referenced twice): the caller then reads it with `load_plain_pickle_sized`, whose messages
-    say what is wrong. An InputError raised by `on_batch` or by the input itself ends the read."""
+    each trace list go to `on_batch(ordinal, entries, bytes_read)` as they are read, instead of into memory;
+    it returns, per entry, a list equal to the entry's frames for the reader to keep (a later entry may name
+    the same list). None where that reader is not built, or declines the file (anything but plain data, a
+    corrupt stream, a trace entry referenced twice): the caller then reads it with `load_plain_pickle_sized`,
+    whose messages say what is wrong. An InputError raised by `on_batch` or by the input ends the read."""
     if _stream is None:
         return None
     try:
