@@ -17,6 +17,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -188,11 +189,11 @@ def test_the_trace_is_never_held_whole(tmp_path: Path) -> None:
 def _loads_streaming(data: bytes, on_batch: Any = None) -> Any:
     batches: list[Any] = []
 
-    def keep(ordinal: int, entries: list[Any]) -> list[Any]:
-        batches.append((ordinal, entries))
+    def keep(ordinal: int, entries: list[Any], columns: tuple[bytes | None, ...]) -> list[Any]:
+        batches.append((ordinal, entries, columns))
         return [e.get("frames") if isinstance(e.get("frames"), list) else [] for e in entries]
 
-    root, lists = safe_pickle._stream.read(io.BytesIO(data), on_batch or keep, 1 << 20)
+    root, lists = safe_pickle._stream.read(io.BytesIO(data), on_batch or keep, 1 << 20, ("n", "size"))
     return root, lists, batches
 
 
@@ -247,13 +248,13 @@ def test_mutations_of_a_real_snapshot_are_read_or_declined(changes: list[tuple[i
 def test_an_object_larger_than_the_limit_is_declined() -> None:
     data = pickle.dumps({"segments": [], "big": "x" * (2 << 20)}, protocol=4)
     with pytest.raises(safe_pickle._stream.Unsupported, match="larger"):
-        safe_pickle._stream.read(io.BytesIO(data), lambda o, e: [], 1 << 20)
+        safe_pickle._stream.read(io.BytesIO(data), lambda o, e, c: [], 1 << 20)
 
 
 def test_an_error_in_on_batch_ends_the_read() -> None:
     data = pickle.dumps({"device_traces": [[{"action": "alloc"}, {"action": "free"}]]}, protocol=4)
 
-    def fail(ordinal: int, entries: list[Any]) -> list[Any]:
+    def fail(ordinal: int, entries: list[Any], columns: tuple[bytes | None, ...]) -> list[Any]:
         raise InputError("x", "bad entry")
 
     with pytest.raises(InputError, match="bad entry"):
@@ -264,5 +265,22 @@ def test_batches_arrive_in_order_with_their_list() -> None:
     traces = [[{"action": "alloc", "n": i} for i in range(2500)], [{"action": "free", "n": 1}]]
     root, lists, batches = _loads_streaming(pickle.dumps({"device_traces": traces}, protocol=4))
     assert root == {"device_traces": [[], []]} and lists == [[], []]
-    assert [(o, len(e)) for o, e in batches] == [(0, 1000), (0, 1000), (0, 500), (1, 1)]
-    assert [entry["n"] for ordinal, entries in batches if ordinal == 0 for entry in entries] == list(range(2500))
+    assert [(o, len(e)) for o, e, _ in batches] == [(0, 1000), (0, 1000), (0, 500), (1, 1)]
+    assert [entry["n"] for ordinal, entries, _ in batches if ordinal == 0 for entry in entries] == list(range(2500))
+
+
+def test_int_columns_hold_every_value_or_leave_the_key_to_python() -> None:
+    """Per batch and key: the values as int64 where every entry has an int that fits, else None (a missing
+    key, a bool, a float, an int past 64 bits), so the column builder reads that key itself and judges it."""
+    entries = [{"action": "alloc", "n": -(1 << 63) + i, "size": i} for i in range(5)]
+    odd = [
+        *map(dict, entries[:2]),
+        {"action": "oom", "n": 7},
+        {"action": "x", "n": True, "size": 1},
+        {"action": "y", "n": 1 << 64},
+    ]
+    _, _, batches = _loads_streaming(pickle.dumps({"device_traces": [entries, odd]}, protocol=4))
+    (_, _, (n, size)), (_, _, odd_columns) = batches
+    assert np.frombuffer(n, np.int64).tolist() == [-(1 << 63) + i for i in range(5)]
+    assert np.frombuffer(size, np.int64).tolist() == list(range(5))
+    assert odd_columns == (None, None)

@@ -3,9 +3,9 @@
 Why it exists: pickle.load builds a snapshot's whole object graph before anything can be read from it, about
 640 bytes per trace event, so a 2M-event trace takes 1.3 GB and a 5 GB pickle more than 24 GB. This reader
 builds the same objects, except that the entries of a trace list (a list whose first item is a dict with a
-text 'action', what torch.cuda.memory._snapshot() writes per device) are handed to `on_batch(ordinal, items)`
-batch by batch, as the pickle appends them (pickle batches 1,000 items), and are forgotten: the list stays
-empty, the memo slots of the entry dicts are cleared, and those of their 'frames' lists hold the stack that
+text 'action', what torch.cuda.memory._snapshot() writes per device) are handed to `on_batch(ordinal, items,
+columns)` batch by batch as the pickle appends them (pickle batches 1,000 items), the integer fields the
+caller names already as int64 columns, and are forgotten: the list stays empty, the memo slots of the entry dicts are cleared, and those of their 'frames' lists hold the stack that
 on_batch returns for each item instead (equal content, one object per distinct stack); what later entries
 can reference (frame dicts, strings) stays.
 
@@ -41,6 +41,7 @@ typedef struct {
     PyObject *last_list;
     Py_ssize_t last_ordinal;
     PyObject *action_key, *frames_key;
+    PyObject *int_keys; /* a tuple: the entry keys whose values are handed over as int64 columns too */
 } Reader;
 
 static int unsupported(const char *why) {
@@ -250,6 +251,38 @@ static int forget_entries(Reader *r, PyObject **frames, PyObject *keep, Py_ssize
     return 0;
 }
 
+/* For each of int_keys, the batch's values as native int64 (bytes), or None where an item lacks the key or
+   holds anything but an int that fits: the caller's own column builder then reads that key, and judges. */
+static PyObject *int_columns(Reader *r, PyObject *batch) {
+    Py_ssize_t n = PyList_GET_SIZE(batch), keys = PyTuple_GET_SIZE(r->int_keys);
+    PyObject *columns = PyTuple_New(keys);
+    if (columns == NULL) return NULL;
+    for (Py_ssize_t k = 0; k < keys; k++) {
+        PyObject *key = PyTuple_GET_ITEM(r->int_keys, k);
+        PyObject *column = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
+        if (column == NULL) {
+            Py_DECREF(columns);
+            return NULL;
+        }
+        int64_t *values = (int64_t *)PyBytes_AS_STRING(column);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *item = PyList_GET_ITEM(batch, i), *value = NULL;
+            int overflow = 0;
+            long long number = 0;
+            if (PyDict_CheckExact(item)) value = PyDict_GetItemWithError(item, key);
+            if (value != NULL && PyLong_CheckExact(value)) number = PyLong_AsLongLongAndOverflow(value, &overflow);
+            if (value == NULL || !PyLong_CheckExact(value) || overflow || PyErr_Occurred()) {
+                PyErr_Clear();
+                Py_SETREF(column, Py_NewRef(Py_None));
+                break;
+            }
+            values[i] = number;
+        }
+        PyTuple_SET_ITEM(columns, k, column);
+    }
+    return columns;
+}
+
 /* Hand one batch of a trace list's entries to on_batch, then forget them (forget_entries). */
 static int stream_batch(Reader *r, Py_ssize_t ordinal, Py_ssize_t start) {
     Py_ssize_t n = r->sp - start;
@@ -264,7 +297,9 @@ static int stream_batch(Reader *r, Py_ssize_t ordinal, Py_ssize_t start) {
     }
     int status = -1;
     PyObject *batch = PyErr_Occurred() ? NULL : collect(r, start, 0); /* holds the items, so `frames` stays valid */
-    PyObject *keep = batch ? PyObject_CallFunction(r->on_batch, "nO", ordinal, batch) : NULL;
+    PyObject *columns = batch ? int_columns(r, batch) : NULL;
+    PyObject *keep = columns ? PyObject_CallFunction(r->on_batch, "nOO", ordinal, batch, columns) : NULL;
+    Py_XDECREF(columns);
     if (keep != NULL) {
         if (!PyList_CheckExact(keep) || PyList_GET_SIZE(keep) != n)
             PyErr_SetString(PyExc_TypeError, "on_batch must return a list as long as the batch");
@@ -484,19 +519,21 @@ static void release(Reader *r) {
     Py_XDECREF(r->streamed);
     Py_XDECREF(r->action_key);
     Py_XDECREF(r->frames_key);
+    Py_XDECREF(r->int_keys);
 }
 
 PyDoc_STRVAR(read_doc,
-             "read(stream, on_batch, max_object) -> (object, trace_lists)\n\n"
-             "The object pickled in `stream` (read with readinto), trace entries handed to on_batch(ordinal, items)\n"
-             "instead of kept; on_batch returns, per item, the list to keep for its frames. trace_lists: the\n"
-             "(empty) trace lists in ordinal order. Raises Unsupported for\n"
+             "read(stream, on_batch, max_object, int_keys=()) -> (object, trace_lists)\n\n"
+             "The object pickled in `stream` (read with readinto), trace entries handed to\n"
+             "on_batch(ordinal, items, columns) instead of kept, `columns` holding per int key the items' values\n"
+             "as int64 bytes or None; on_batch returns, per item, the list to keep for its frames. trace_lists:\n"
+             "the (empty) trace lists in ordinal order. Raises Unsupported for\n"
              "anything but plain data, and for a corrupt stream.");
 
 static PyObject *read_pickle(PyObject *module, PyObject *args) {
-    PyObject *stream, *on_batch;
+    PyObject *stream, *on_batch, *int_keys = NULL;
     Py_ssize_t max_object;
-    if (!PyArg_ParseTuple(args, "OOn", &stream, &on_batch, &max_object)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOn|O!", &stream, &on_batch, &max_object, &PyTuple_Type, &int_keys)) return NULL;
     Reader r;
     memset(&r, 0, sizeof r);
     r.max_object = max_object < 1024 ? 1024 : max_object;
@@ -507,9 +544,10 @@ static PyObject *read_pickle(PyObject *module, PyObject *args) {
     r.streamed = PyList_New(0);
     r.action_key = PyUnicode_InternFromString("action");
     r.frames_key = PyUnicode_InternFromString("frames");
+    r.int_keys = int_keys ? Py_NewRef(int_keys) : PyTuple_New(0);
     PyObject *result = NULL;
     if (r.buf == NULL) PyErr_NoMemory();
-    if (r.buf && r.readinto && r.streamed && r.action_key && r.frames_key) {
+    if (r.buf && r.readinto && r.streamed && r.action_key && r.frames_key && r.int_keys) {
         PyObject *object = run(&r);
         if (object != NULL) result = Py_BuildValue("NO", object, r.streamed);
     }

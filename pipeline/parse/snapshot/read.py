@@ -97,7 +97,7 @@ def read_snapshot_streaming(path: str | Path) -> SnapshotData | None:
     interner = StackInterner.empty(name, Budget.for_input(0))
     chunks = _TraceChunks(interner, name)
     with gc_paused():
-        streamed = stream_plain_pickle(path, chunks.add)  # _StreamDeclined from chunks.add also ends as None
+        streamed = stream_plain_pickle(path, chunks.add, INT_KEYS)  # _StreamDeclined from chunks.add also ends as None
         if streamed is None:
             return None
         root, shapes = snapshot_root(streamed.root, name)
@@ -178,6 +178,10 @@ def _columnarise(
     return SnapshotData(meta, segments, blocks, trace_events, stacks_table, frames_table, ooms)
 
 
+# The integer fields of a trace entry, each an int64 column of trace_events, in the table's column order.
+INT_KEYS = ("addr", "size", "stream", "time_us")
+
+
 class _StreamDeclined(Exception):
     """The streamed trace cannot be numbered as a whole load would number it: read the file whole."""
 
@@ -204,14 +208,18 @@ class _TraceChunks:
         self._name = name
         self._pending: list[dict[str, Any]] = []
         self._pending_stacks: list[int] = []
+        self._pending_columns: list[tuple[bytes | None, ...]] = []
         self._ordinal = 0
         self._seq = 0
         self._bytes_budgeted = 0
         self._events: list[pa.Table] = []
         self._ooms: list[pa.Table] = []
 
-    def add(self, ordinal: int, entries: list[dict[str, Any]], bytes_read: int) -> list[list[Frame]]:
-        """Take one batch of a trace list's entries; `bytes_read` raises the stack interner's budget. Returns
+    def add(
+        self, ordinal: int, entries: list[dict[str, Any]], columns: tuple[bytes | None, ...], bytes_read: int
+    ) -> list[list[Frame]]:
+        """Take one batch of a trace list's entries and the reader's int64 columns of its INT_KEYS (None where
+        the reader left a key to `_int_column`); `bytes_read` raises the stack interner's budget. Returns
         each entry's stack as the interner keeps it, for the reader to keep in place of the entry's frames list
         (a later entry may name the same list)."""
         if ordinal != self._ordinal:
@@ -223,6 +231,7 @@ class _TraceChunks:
         stack_ids = self.interner.intern_all(map(dict.get, entries, repeat("frames")))
         self._pending.extend(entries)
         self._pending_stacks.extend(stack_ids)
+        self._pending_columns.append(columns)
         if len(self._pending) >= self.CHUNK_ENTRIES:
             self._flush()
         stacks = self.interner.stacks
@@ -236,10 +245,11 @@ class _TraceChunks:
     def _flush(self) -> None:
         if not self._pending:
             return
+        ints = {key: _joined(self._pending_columns, k) for k, key in enumerate(INT_KEYS)}
         events, ooms = _trace_tables(
-            self._pending, self._ordinal, self._seq, self.interner, self._name, self._pending_stacks
+            self._pending, self._ordinal, self._seq, self.interner, self._name, self._pending_stacks, ints
         )
-        self._pending, self._pending_stacks = [], []
+        self._pending, self._pending_stacks, self._pending_columns = [], [], []
         self._seq += events.num_rows
         self._events.append(events)
         self._ooms.append(ooms)
@@ -257,6 +267,14 @@ class _TraceChunks:
             device_of = pa.array(devices, pa.int32())
             events, ooms = (_set_device(t, device_of) for t in (events, ooms))
         return _Traces(events, ooms, self.interner)
+
+
+def _joined(batches: list[tuple[bytes | None, ...]], k: int) -> np.ndarray | None:
+    """Column `k` of every batch as one int64 array; None unless the reader gave it for every batch."""
+    parts = [columns[k] for columns in batches]
+    if any(part is None for part in parts):
+        return None
+    return np.frombuffer(b"".join(parts), np.int64)  # type: ignore[arg-type]
 
 
 def _set_device(table: pa.Table, device_of: pa.Array) -> pa.Table:
@@ -324,9 +342,12 @@ def _trace_tables(
     interner: StackInterner,
     name: str,
     stack_ids: list[int] | None = None,
+    ints: dict[str, np.ndarray | None] | None = None,
 ) -> tuple[pa.Table, pa.Table]:
     """The trace events of one device, one tight pass per column, and its `oom` entries; `stack_ids`: the
-    entries' stacks where they were interned already."""
+    entries' stacks where they were interned already; `ints`: INT_KEYS columns already built (None: read
+    from the entries)."""
+    ints = ints or {}
     if stack_ids is None:
         stack_ids = interner.intern_all(map(dict.get, entries, repeat("frames")))
     count = len(entries)
@@ -335,10 +356,7 @@ def _trace_tables(
         "device": pa.array(np.full(count, device, np.int32)),
         "seq": pa.array(np.arange(first_seq, first_seq + count, dtype=np.int64)),
         "action": action,
-        "addr": _int_column(entries, "addr", name),
-        "size": _int_column(entries, "size", name),
-        "stream": _int_column(entries, "stream", name),
-        "time_us": _int_column(entries, "time_us", name),
+        **{key: _int_column(entries, key, name, ints.get(key)) for key in INT_KEYS},
         "stack_id": pa.array(stack_ids, pa.int32()),
     }
     events = pa.table(columns)
@@ -366,9 +384,12 @@ class _Codes(dict):  # type: ignore[type-arg]
         return code
 
 
-def _int_column(entries: list[dict[str, Any]], key: str, name: str) -> pa.Array:
-    """An int64 column; the fast path needs the key in every entry, the slow one allows gaps (nulls) and names
-    the first value that is not an integer (never printing it: pyarrow's message would repr it)."""
+def _int_column(entries: list[dict[str, Any]], key: str, name: str, built: np.ndarray | None = None) -> pa.Array:
+    """An int64 column (`built` where the streaming reader made it); the fast path needs the key in every
+    entry, the slow one allows gaps (nulls) and names the first value that is not an integer (never printing
+    it: pyarrow's message would repr it)."""
+    if built is not None:
+        return pa.array(built)
     try:
         return pa.array(np.fromiter(map(itemgetter(key), entries), np.int64, count=len(entries)))
     except (KeyError, TypeError, ValueError, OverflowError):

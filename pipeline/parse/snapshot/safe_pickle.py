@@ -26,8 +26,8 @@ except ImportError:
 # function names (the longest in the real captures is 1,594 characters), and CheckedStream checks reads
 # above this size against the input, which this reader would bypass.
 MAX_STREAMED_OBJECT = CHECK_READS_ABOVE
-# on_batch(ordinal, entries, bytes_read) -> per entry, the list the reader keeps in place of its frames list
-TraceBatches = Callable[[int, list[Any], int], list[Any]]
+# on_batch(ordinal, entries, columns, bytes_read) -> per entry, the list the reader keeps in place of its frames list
+TraceBatches = Callable[[int, list[Any], tuple[bytes | None, ...], int], list[Any]]
 
 
 @dataclass(frozen=True)
@@ -105,9 +105,13 @@ def load_plain_pickle_sized(path: str | Path) -> tuple[object, int]:
         raise InputError(name, _describe_failure(exc, compression_of(path)), hint=_HINT_CORRUPT) from exc
 
 
-def stream_plain_pickle(path: str | Path, on_batch: TraceBatches) -> StreamedPickle | None:
+def stream_plain_pickle(
+    path: str | Path, on_batch: TraceBatches, int_keys: tuple[str, ...] = ()
+) -> StreamedPickle | None:
     """The pickle at `path` read by the compiled streaming reader (parse/snapshot/_stream.c): the entries of
-    each trace list go to `on_batch(ordinal, entries, bytes_read)` as they are read, instead of into memory;
+    each trace list go to `on_batch(ordinal, entries, columns, bytes_read)` as they are read, instead of into
+    memory, `columns` holding per key of `int_keys` the entries' values as int64 bytes (None where one is
+    missing or not an int64);
     it returns, per entry, a list equal to the entry's frames for the reader to keep (a later entry may name
     the same list). None where that reader is not built, or declines the file (anything but plain data, a
     corrupt stream, a trace entry referenced twice): the caller then reads it with `load_plain_pickle_sized`,
@@ -117,7 +121,10 @@ def stream_plain_pickle(path: str | Path, on_batch: TraceBatches) -> StreamedPic
     try:
         with _checked_input(path) as checked:
             root, trace_lists = _stream.read(
-                checked, lambda ordinal, entries: on_batch(ordinal, entries, checked.position), MAX_STREAMED_OBJECT
+                checked,
+                lambda ordinal, entries, columns: on_batch(ordinal, entries, columns, checked.position),
+                MAX_STREAMED_OBJECT,
+                int_keys,
             )
             return StreamedPickle(root, trace_lists, checked.position)
     except InputError:
