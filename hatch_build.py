@@ -21,7 +21,7 @@ MODULE = "parse/snapshot/_stream"  # under the package, which is `oomlab` in the
 
 def compile_reader(root: Path, target: Path) -> None:
     """Compile the reader from `root`'s source into `target` (a shared library for this interpreter)."""
-    compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
+    compiler = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
     flags = ["-shared", "-fPIC", "-O2", "-Wall", "-I", sysconfig.get_paths()["include"]]
     target.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run([*compiler, *flags, str(root / SOURCE), "-o", str(target)], check=True, capture_output=True)
