@@ -59,6 +59,7 @@ def main() -> int:
     args = parser.parse_args()
     oomlab_command()  # no command to time: stop before generating anything
     work = args.dir or Path(tempfile.mkdtemp(prefix="oomlab-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
     log = work / "requests.jsonl"
     if not log.exists():
         generate(log, args.lines)
