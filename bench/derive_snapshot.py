@@ -60,7 +60,8 @@ class _Writer:
         return None if index is None else _get(index)
 
     def value(self, value: Any) -> bytes | None:
-        """The opcodes of a scalar (None, bool, int, float, str); None for a container."""
+        """The opcodes of a scalar (None, bool, int, float, str); None for a container. A string met for the
+        first time is written and memoized here, and b"" returned: nothing is left to write."""
         kind = type(value)
         if kind is str:
             known = self.get(("str", value))

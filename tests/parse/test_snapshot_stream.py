@@ -28,7 +28,7 @@ from oomlab.parse.snapshot import safe_pickle
 from oomlab.parse.snapshot.read import SnapshotData, read_snapshot, read_snapshot_streaming, snapshot_from_object
 from oomlab.parse.snapshot.safe_pickle import load_plain_pickle_sized
 
-from snapshot_cases import SNAPSHOTS, raw_case, snapshot_path
+from snapshot_cases import SNAPSHOTS, raw_case, read_case, snapshot_path
 
 native = pytest.mark.skipif(
     safe_pickle._stream is None and os.environ.get("OOMLAB_REQUIRE_NATIVE") != "1",
@@ -114,6 +114,20 @@ def test_devices_without_a_trace_keep_their_numbers(tmp_path: Path) -> None:
     devices = data.trace_events["device"].to_pylist()
     assert devices == [1] * 40000 + [3] * 500
     assert data.trace_events["seq"].to_pylist() == list(range(40500))
+    _assert_same(data, _whole(path))
+
+
+def test_stacks_equal_by_content_merge_as_in_a_whole_load(tmp_path: Path) -> None:
+    """serve_mixed with the frames of every 100th entry copied into new frame dicts (equal content, not
+    shared, as a JSON snapshot has them): both renumberings apply, the first-seen order and the merge of
+    equal stacks, and the ids are a whole load's."""
+    raw = raw_case("serve_mixed")
+    for entry in raw["device_traces"][0][::100]:
+        entry["frames"] = [dict(frame) for frame in entry["frames"]]
+    path = _dump(tmp_path / "unshared.pickle.gz", raw)
+    assert _streams(path)
+    data = read_snapshot(path)
+    assert data.stacks.num_rows == read_case("serve_mixed").stacks.num_rows == 166
     _assert_same(data, _whole(path))
 
 

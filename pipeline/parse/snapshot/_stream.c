@@ -49,6 +49,7 @@ static int unsupported(const char *why) {
     return -1;
 }
 
+/* Grow `array` (of `*cap` items of `item` bytes) to hold at least `need`, doubling. */
 static int grow(void **array, Py_ssize_t *cap, Py_ssize_t need, size_t item) {
     if (need <= *cap) return 0;
     Py_ssize_t size = *cap ? *cap : 1024;
@@ -126,13 +127,9 @@ static uint64_t little_endian(const unsigned char *at, int n) {
 /* Steals `value`. */
 static int push(Reader *r, PyObject *value) {
     if (value == NULL) return -1;
-    if (r->sp >= r->stack_cap) {
-        Py_ssize_t cap = r->stack_cap;
-        if (grow((void **)&r->stack, &cap, r->sp + 1, sizeof(PyObject *)) < 0) {
-            Py_DECREF(value);
-            return -1;
-        }
-        r->stack_cap = cap;
+    if (grow((void **)&r->stack, &r->stack_cap, r->sp + 1, sizeof(PyObject *)) < 0) {
+        Py_DECREF(value);
+        return -1;
     }
     r->stack[r->sp++] = value;
     return 0;
@@ -143,11 +140,7 @@ static void pop_to(Reader *r, Py_ssize_t to) {
 }
 
 static int push_mark(Reader *r) {
-    if (r->nmarks >= r->marks_cap) {
-        Py_ssize_t cap = r->marks_cap;
-        if (grow((void **)&r->marks, &cap, r->nmarks + 1, sizeof(Py_ssize_t)) < 0) return -1;
-        r->marks_cap = cap;
-    }
+    if (grow((void **)&r->marks, &r->marks_cap, r->nmarks + 1, sizeof(Py_ssize_t)) < 0) return -1;
     r->marks[r->nmarks++] = r->sp;
     return 0;
 }
@@ -176,10 +169,9 @@ static int memo_put(Reader *r, Py_ssize_t index) {
     if (r->sp < 1) return unsupported("corrupt pickle: memo of an empty stack");
     if (index < 0 || index > r->consumed) return unsupported("corrupt pickle: a memo index beyond the input read");
     if (index >= r->memo_cap) {
-        Py_ssize_t cap = r->memo_cap, old = r->memo_cap;
-        if (grow((void **)&r->memo, &cap, index + 1, sizeof(PyObject *)) < 0) return -1;
-        memset(r->memo + old, 0, (size_t)(cap - old) * sizeof(PyObject *));
-        r->memo_cap = cap;
+        Py_ssize_t old = r->memo_cap;
+        if (grow((void **)&r->memo, &r->memo_cap, index + 1, sizeof(PyObject *)) < 0) return -1;
+        memset(r->memo + old, 0, (size_t)(r->memo_cap - old) * sizeof(PyObject *));
     }
     PyObject *value = r->stack[r->sp - 1];
     Py_INCREF(value);

@@ -152,14 +152,13 @@ def _columnarise(
     segments, blocks = segment_tables(_list(root["segments"], "segments", name), interner, name)
     if traces is None:
         trace_events, ooms = _all_traces(root, interner, name)
+        remap = None
     else:
         trace_events, ooms = traces.events, traces.ooms
-        order = first_seen_order(interner, (blocks, segments, trace_events))
-        if order is not None:
-            segments, blocks, trace_events, ooms = (
-                _remap_stacks(t, order) for t in (segments, blocks, trace_events, ooms)
-            )
-    remap = interner.merge_equal_stacks()
+        remap = first_seen_order(interner, (blocks, segments, trace_events))
+    merged = interner.merge_equal_stacks()
+    if merged is not None:  # both renumberings at once: one pass over each table's stack ids
+        remap = merged if remap is None else [merged[new_id] for new_id in remap]
     if remap is not None:
         segments, blocks, trace_events, ooms = (_remap_stacks(t, remap) for t in (segments, blocks, trace_events, ooms))
     stacks = interner.stacks

@@ -111,11 +111,11 @@ def stream_plain_pickle(
     """The pickle at `path` read by the compiled streaming reader (parse/snapshot/_stream.c): the entries of
     each trace list go to `on_batch(ordinal, entries, columns, bytes_read)` as they are read, instead of into
     memory, `columns` holding per key of `int_keys` the entries' values as int64 bytes (None where one is
-    missing or not an int64);
-    it returns, per entry, a list equal to the entry's frames for the reader to keep (a later entry may name
-    the same list). None where that reader is not built, or declines the file (anything but plain data, a
-    corrupt stream, a trace entry referenced twice): the caller then reads it with `load_plain_pickle_sized`,
-    whose messages say what is wrong. An InputError raised by `on_batch` or by the input ends the read."""
+    missing or not an int64); it returns, per entry, a list equal to the entry's frames for the reader to
+    keep (a later entry may name the same list). None where that reader is not built, or declines the file
+    (anything but plain data, a corrupt stream, a trace entry referenced twice): the caller then reads it
+    with `load_plain_pickle_sized`, whose messages say what is wrong. An InputError raised by `on_batch` or
+    by the input ends the read."""
     if _stream is None:
         return None
     try:
