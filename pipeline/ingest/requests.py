@@ -70,10 +70,10 @@ def _load_rows(
 ) -> tuple[int, int]:
     """Rows and rejects loaded by the fast or the line-by-line reader."""
     readable, compression = structured.readable_by_duckdb(path, work)
-    fast_stage, robust_stage = _stage_builders(kind, readable, compression, work)
+    fast_reader, robust_stage = _readers(kind, readable, compression, work)
     if not robust:
         try:
-            return _load_fast(con, fast_stage(con), labels, options, facts, kind)
+            return _load_fast(con, fast_reader, labels, options, facts, kind)
         except duckdb.Error as exc:
             if robust_stage is None:
                 raise InputError(str(path), f"cannot read as {kind}: {str(exc).splitlines()[0]}") from exc
@@ -90,7 +90,7 @@ def _load_rows(
 
 def _load_fast(
     con: duckdb.DuckDBPyConnection,
-    stage: structured.Stage,
+    reader: structured.TypedReader,
     labels: dict[str, object],
     options: IngestOptions,
     facts: Future[FileFacts],
@@ -98,27 +98,28 @@ def _load_fast(
 ) -> tuple[int, int]:
     """Copy the file's records, as the reader types them, into a temporary table in file order; then normalize
     and load them, numbered by that order."""
-    if "ts" not in staged_select(stage, options.fields, options.tz).mapping:
-        raise FastPathRefused  # the reader saw no timestamp column (e.g. lines that are not all objects)
-    total = _copy_in_file_order(con, stage)
+    total = _copy_in_file_order(con, reader)
     file_facts = facts.result() if kind in detect.LINE_ORIENTED else None  # counted while DuckDB read
     if file_facts is not None and file_facts.lines >= 0 and total != _expected_records(kind, file_facts):
         # rows do not line up with lines: the reader skipped blank lines, or a CSV quotes newlines
         raise FastPathRefused
-    copied = replace(
-        stage,
-        relation=_STAGE_TABLE,
+    # The copy holds the reader's types: the stage is typed from it, so the file is sniffed once, not twice.
+    row_base = load.scalar(con, f"SELECT min(rowid) FROM {_STAGE_TABLE}")
+    stage = replace(
+        structured.typed_stage(con, _STAGE_TABLE, {}, reader.first_line),
         line="rowid - $row_base + $first_line",
-        params={"row_base": load.scalar(con, f"SELECT min(rowid) FROM {_STAGE_TABLE}"), "first_line": stage.first_line},
+        params={"row_base": row_base, "first_line": reader.first_line},
     )
-    staged = staged_select(copied, options.fields, options.tz)
+    staged = staged_select(stage, options.fields, options.tz)
+    if "ts" not in staged.mapping:
+        raise FastPathRefused  # the reader saw no timestamp column (e.g. lines that are not all objects)
     rows = _insert(con, "insert_requests", staged, labels)
     rejects = _insert(con, "insert_stage_rejects", staged, labels) if rows < total else 0
     con.execute(f"DROP TABLE {_STAGE_TABLE}")
     return rows, rejects
 
 
-def _copy_in_file_order(con: duckdb.DuckDBPyConnection, stage: structured.Stage) -> int:
+def _copy_in_file_order(con: duckdb.DuckDBPyConnection, reader: structured.TypedReader) -> int:
     """Copy the reader's records into a temp table whose row ids follow the file's order; returns its rows.
 
     Keeping insertion order lets the reader run in parallel and still number rows (rowid order is file
@@ -128,7 +129,7 @@ def _copy_in_file_order(con: duckdb.DuckDBPyConnection, stage: structured.Stage)
     """
     con.execute("SET preserve_insertion_order = true")
     try:
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE_TABLE} AS SELECT * FROM {stage.relation}", stage.params)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {_STAGE_TABLE} AS SELECT * FROM {reader.relation}", reader.params)
     finally:
         con.execute("SET preserve_insertion_order = false")
     return int(load.scalar(con, f"SELECT count(*) FROM {_STAGE_TABLE}"))  # type: ignore[arg-type]
@@ -139,18 +140,19 @@ def _expected_records(kind: str, facts: FileFacts) -> int:
     return facts.lines - (1 if kind == detect.CSV else 0)
 
 
-def _stage_builders(kind: str, path: Path, compression: str, work: structured.Workspace) -> tuple:
-    """(fast, robust) stage builders for a kind; either may be None."""
+def _readers(kind: str, path: Path, compression: str, work: structured.Workspace) -> tuple:
+    """(typed reader, robust stage builder) for a kind; the builder is None where there is no line-by-line
+    reader (Parquet)."""
     if kind == detect.PARQUET:
-        return (lambda con: structured.parquet_stage(con, path)), None
+        return structured.parquet_reader(path), None
     if kind == detect.CSV:
         header = structured.csv_header(path, MAX_RECORD_BYTES)
         return (
-            (lambda con: structured.fast_csv_stage(con, path, compression, header)),
+            structured.fast_csv_reader(path, compression, header),
             (lambda con: structured.robust_csv_stage(con, path, header, MAX_RECORD_BYTES)),
         )
     return (
-        (lambda con: structured.fast_jsonl_stage(con, path, compression, MAX_RECORD_BYTES)),
+        structured.fast_jsonl_reader(path, compression, MAX_RECORD_BYTES),
         (lambda con: structured.robust_jsonl_stage(con, path, compression, work, MAX_RECORD_BYTES)),
     )
 
