@@ -66,14 +66,17 @@ def python_argv(code: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def best_of(runs: int, argv: list[str], before=None) -> Run:
-    """The fastest of several runs (machines are noisy); `before` resets state between runs."""
-    results = []
+def best_of_each(runs: int, argvs: list[list[str]], before=None) -> list[Run]:
+    """The fastest of several runs of each command, the commands taking turns (baseline, ours, baseline, ...):
+    a machine whose speed drifts during the bench then slows both alike, where runs in two blocks would tilt
+    the ratio. `before` resets state before every run."""
+    results: list[list[Run]] = [[] for _ in argvs]
     for _ in range(runs):
-        if before:
-            before()
-        results.append(measure(argv))
-    return min(results, key=lambda r: r.seconds)
+        for argv, kept in zip(argvs, results, strict=True):
+            if before:
+                before()
+            kept.append(measure(argv))
+    return [min(kept, key=lambda r: r.seconds) for kept in results]
 
 
 def generated_fleet(work: Path, requests: int) -> Path:

@@ -19,7 +19,7 @@ import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from _common import best_of, oomlab_argv, oomlab_command, python_argv
+from _common import best_of_each, oomlab_argv, oomlab_command, python_argv
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "data" / "h200"
 TARGET_RATIO = 1.3
@@ -70,15 +70,17 @@ def main() -> int:
             for f in (db, db.with_name(db.name + ".wal")):
                 f.unlink(missing_ok=True)
 
-    raw = best_of(
+    raw, ours = best_of_each(
         args.runs,
-        python_argv(
-            f"import duckdb; duckdb.connect({str(db_raw)!r}).execute("
-            f'"CREATE TABLE t AS SELECT * FROM read_json({str(log)!r})")'
-        ),
+        [
+            python_argv(
+                f"import duckdb; duckdb.connect({str(db_raw)!r}).execute("
+                f'"CREATE TABLE t AS SELECT * FROM read_json({str(log)!r})")'
+            ),
+            oomlab_argv("ingest", str(log), "--db", str(db_oomlab), "--quiet"),
+        ],
         fresh,
     )
-    ours = best_of(args.runs, oomlab_argv("ingest", str(log), "--db", str(db_oomlab), "--quiet"), fresh)
     print(f"input: {log} ({log.stat().st_size / 2**20:.0f} MiB, {args.lines:,} lines)")
     print(f"duckdb read_json CTAS: {raw.seconds:.2f} s, peak {raw.peak_mib:.0f} MiB")
     print(f"oomlab ingest:         {ours.seconds:.2f} s, peak {ours.peak_mib:.0f} MiB")
