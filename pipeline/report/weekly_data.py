@@ -14,7 +14,7 @@ import duckdb
 import polars as pl
 
 from ..analyses.fleet import aggregates, forecast, jobs, leaks
-from ..analyses.shared import shared_results
+from ..analyses.shared import shared, shared_results
 from ..analyses.window import utc_naive
 from ..errors import OomlabError
 from ..findings.collect import collect_findings
@@ -69,8 +69,10 @@ def report_window(con: duckdb.DuckDBPyConnection, since: datetime | None, until:
     return ReportWindow(since, until)
 
 
+@shared()
 def data_range(con: duckdb.DuckDBPyConnection) -> dict[str, datetime | None]:
-    """First and last event in the database and the midnight after the last."""
+    """First and last event in the database and the midnight after the last (a scan of every request: the
+    window and the page's data range share one)."""
     first, last, day_end = con.sql(sql_text("q_report_data_range")).fetchall()[0]
     return {"first_ts": first, "last_ts": last, "day_end": day_end}
 
@@ -79,9 +81,8 @@ def weekly_data(
     con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
 ) -> dict[str, Any]:
     """Everything the weekly report shows, for [since, until) against the period before it."""
-    window = report_window(con, since, until)
     with shared_results():  # the charts reuse the findings' lifetimes and forecasts
-        return _document(con, window)
+        return _document(con, report_window(con, since, until))
 
 
 def _document(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> dict[str, Any]:

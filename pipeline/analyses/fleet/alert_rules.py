@@ -28,7 +28,7 @@ import yaml
 from ...load.settings import ALERT_LEVELS, ALERT_NEED_FACTOR
 from ...load.sql import sql_text
 from ...units import MIB, format_bytes
-from .water_levels import water_levels
+from .water_levels import water_hours_once, water_levels
 
 USED, FREE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"
 METRICS = (USED, FREE)
@@ -90,6 +90,7 @@ def tuned_levels(steady_level: float) -> tuple[float, float, float]:
 
 def device_tunings(con: duckdb.DuckDBPyConnection) -> list[DeviceTuning]:
     """Every device with requests in the database: its steady level, levels and largest request need."""
+    water_hours_once(con)
     needs = {(instance, gpu): need for instance, gpu, need in con.execute(sql_text("q_alert_device_needs")).fetchall()}
     return [
         DeviceTuning(

@@ -25,6 +25,7 @@ from ...load.sql import sql_text
 from ..shared import shared
 from ..window import window_params
 from .sizing import card_name
+from .water_levels import water_hours_once
 
 LEVELS: tuple[float, ...] = (0.80, 0.95)
 HORIZON_DAYS = 14
@@ -74,6 +75,7 @@ def hourly_levels(
     con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
 ) -> pl.DataFrame:
     """fct_water_hourly over the window, with `days` since each lifetime's first hour and `hod`."""
+    water_hours_once(con)
     frame = con.sql(sql_text("q_forecast_hourly"), params=window_params(since, until)).pl()
     start = pl.col("hour").min().over("instance", "gpu_index", "lifetime")
     return frame.with_columns(
@@ -217,6 +219,7 @@ _PROBABILITIES = [(i + 0.5) / 1000 for i in range(1000)]
 def _recent_needs(con: duckdb.DuckDBPyConnection, since: datetime | None, until: datetime | None) -> pl.DataFrame:
     """Per device: the last week's request rate per day and the quantiles of its requests' peak needs."""
     params = window_params(since, until) | {"probabilities": _PROBABILITIES}
+    water_hours_once(con)
     return con.sql(sql_text("q_forecast_request_needs"), params=params).pl()
 
 

@@ -18,7 +18,7 @@ import polars as pl
 from ...load.sql import sql_text
 from ...units import GIB, format_bytes
 from ..window import window_params
-from .water_levels import water_levels
+from .water_levels import water_hours_once, water_levels
 
 LOOKBACK_DAYS = 14
 MIN_DAYS_SEEN = 12  # of the 14: a day without traffic (an outage, a holiday) does not reset the count
@@ -89,6 +89,7 @@ def daily_peaks(
 ) -> pl.DataFrame:
     """Per device and UTC day: the peak level (whatever held more), the allocated-only peak, the peak bytes,
     OOMs and requests."""
+    water_hours_once(con)
     return con.sql(sql_text("q_sizing_daily_peaks"), params=window_params(since, until)).pl()
 
 

@@ -17,8 +17,19 @@ import duckdb
 import polars as pl
 
 from ...load.sql import sql_text
-from ..shared import shared
+from ..shared import materialized, shared
 from ..window import window_params
+
+# agg_water_hours numbers each device's process lifetimes with window functions over every request the device
+# served, so no filter on a query's window reaches below them: every query that reads it computes it whole (four
+# to six per findings or weekly run, each a sort of all the requests). Its rows are device-hours, few.
+WATER_HOURS = "agg_water_hours"
+
+
+def water_hours_once(con: duckdb.DuckDBPyConnection) -> None:
+    """Compute agg_water_hours once for the queries of a shared-results block (analyses/shared.materialized)."""
+    materialized(con, WATER_HOURS)
+
 
 # The alert levels, the hold limit and the need factor the queries apply are settings of the SQL
 # (ALERT_LEVELS, MAX_HOLD_S, ALERT_NEED_FACTOR in oomlab.load.settings): only the window is a parameter.
@@ -31,6 +42,7 @@ def water_levels(
     """Per device: hours observed, hours held above 70/85/95 %, share of requests peaking above them, the
     steady level (median over clock hours of the time-weighted held level), the peaks, and the hours and
     episodes of predictive alert."""
+    water_hours_once(con)
     levels = con.sql(sql_text("q_water_levels"), params=window_params(since, until)).pl()
     return _with_telemetry(con, levels, window_params(since, until))
 
@@ -54,4 +66,5 @@ def alert_episodes(
 ) -> pl.DataFrame:
     """Predictive alert episodes per device: runs of consecutive clock hours whose least free memory was
     below ALERT_NEED_FACTOR (1.2) x the largest peak need of the hour and the hour before."""
+    water_hours_once(con)
     return con.sql(sql_text("q_water_alert_episodes"), params=window_params(since, until)).pl()
