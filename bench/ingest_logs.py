@@ -2,8 +2,9 @@
 
 The log is generated (seeded) in the shape of the real H200 captures: every line is a real fixture
 request with a fresh request id, instance, time and prompt shape; OOM rows keep their real messages.
-Prints both times, the ratio (target <= 1.3, moonshot 1.15) and oomlab's peak memory (target <= 1.5 GB); exit
-status 1 when a target is missed. The oomlab timed is the command beside this interpreter (or $OOMLAB_BENCH_CLI).
+Each side is timed --runs times, the two taking turns, and its fastest run kept. Prints both times, the ratio
+(target <= 1.3, moonshot 1.15) and oomlab's peak memory (target <= 1.5 GB); exit status 1 when a target is missed.
+The oomlab timed is the command beside this interpreter (or $OOMLAB_BENCH_CLI).
 
     python bench/ingest_logs.py [--lines 2000000] [--dir DIR] [--runs 2]
 """
