@@ -8,6 +8,7 @@ from importlib import import_module
 
 import duckdb
 
+from ..analyses.fleet.whole_history import whole_history_once
 from ..analyses.shared import shared_results
 from ..units import format_bytes
 from .finding import Finding, rank
@@ -32,6 +33,7 @@ def collect_findings(
     problem, and most important first."""
     found: list[Finding] = []
     with shared_results():
+        whole_history_once(con)
         for name in FINDERS:
             module = import_module(f".{name}", __package__)
             found.extend(module.findings(con, since, until))

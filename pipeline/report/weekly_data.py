@@ -14,6 +14,7 @@ import duckdb
 import polars as pl
 
 from ..analyses.fleet import aggregates, forecast, jobs, leaks
+from ..analyses.fleet.whole_history import whole_history_once
 from ..analyses.shared import shared, shared_results
 from ..analyses.window import utc_naive
 from ..errors import OomlabError
@@ -82,6 +83,7 @@ def weekly_data(
 ) -> dict[str, Any]:
     """Everything the weekly report shows, for [since, until) against the period before it."""
     with shared_results():  # the charts reuse the findings' lifetimes and forecasts
+        whole_history_once(con)
         return _document(con, report_window(con, since, until))
 
 

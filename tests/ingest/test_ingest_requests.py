@@ -7,6 +7,7 @@ import json
 import lzma
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 import zstandard
@@ -88,6 +89,28 @@ def test_unknown_fields_are_kept_in_extra(db, run_cli, sql):
     run_cli("ingest", H200 / "serve_mixed" / "requests.jsonl.gz", "--db", db)
     extra = sql("SELECT extra->>'device_free_after' FROM requests WHERE line = 1")[0][0]
     assert int(extra) == read_jsonl_gz(H200 / "serve_mixed" / "requests.jsonl.gz")[0]["device_free_after"]
+
+
+def test_a_row_without_the_extra_fields_has_no_extra_on_either_reader(tmp_path, run_cli):
+    """Derived from the real serve_mixed log: its first six requests, the third without device_free_after (its one
+    non-canonical field). DuckDB's typed reader and the line-by-line one (made to run by an invalid seventh line)
+    store the same extra per line: the field where the line has it, NULL where it has none (no object of nulls)."""
+    rows = read_jsonl_gz(H200 / "serve_mixed" / "requests.jsonl.gz")[:6]
+    del rows[2]["device_free_after"]
+    text = "".join(json.dumps(row) + "\n" for row in rows)
+    extras = {}
+    for reader, content in (("typed", text), ("line by line", text + "{not json\n")):
+        log, db = tmp_path / f"{reader}.jsonl", tmp_path / f"{reader}.duckdb"
+        log.write_text(content)
+        run_cli("ingest", log, "--db", db)
+        with duckdb.connect(str(db), read_only=True) as con:
+            extras[reader] = con.execute(
+                "SELECT line, extra->>'device_free_after' FROM requests ORDER BY line"
+            ).fetchall()
+            assert con.execute("SELECT count(*) FROM rejects").fetchall()[0][0] == (reader == "line by line")
+    expected = [(i + 1, None if i == 2 else str(row["device_free_after"])) for i, row in enumerate(rows)]
+    assert extras["typed"] == expected
+    assert extras["line by line"] == expected
 
 
 def _fixture_frame() -> pl.DataFrame:

@@ -28,7 +28,8 @@ import yaml
 from ...load.settings import ALERT_LEVELS, ALERT_NEED_FACTOR
 from ...load.sql import sql_text
 from ...units import MIB, format_bytes
-from .water_levels import water_hours_once, water_levels
+from .water_levels import water_levels
+from .whole_history import water_hours_once
 
 USED, FREE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"
 METRICS = (USED, FREE)

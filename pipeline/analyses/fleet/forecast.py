@@ -25,7 +25,7 @@ from ...load.sql import sql_text
 from ..shared import shared
 from ..window import window_params
 from .sizing import card_name
-from .water_levels import water_hours_once
+from .whole_history import water_hours_once
 
 LEVELS: tuple[float, ...] = (0.80, 0.95)
 HORIZON_DAYS = 14

@@ -18,7 +18,8 @@ import polars as pl
 from ...load.sql import sql_text
 from ...units import GIB, format_bytes
 from ..window import window_params
-from .water_levels import water_hours_once, water_levels
+from .water_levels import water_levels
+from .whole_history import water_hours_once
 
 LOOKBACK_DAYS = 14
 MIN_DAYS_SEEN = 12  # of the 14: a day without traffic (an outage, a holiday) does not reset the count

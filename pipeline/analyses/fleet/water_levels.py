@@ -17,19 +17,9 @@ import duckdb
 import polars as pl
 
 from ...load.sql import sql_text
-from ..shared import materialized, shared
+from ..shared import shared
 from ..window import window_params
-
-# agg_water_hours numbers each device's process lifetimes with window functions over every request the device
-# served, so no filter on a query's window reaches below them: every query that reads it computes it whole (four
-# to six per findings or weekly run, each a sort of all the requests). Its rows are device-hours, few.
-WATER_HOURS = "agg_water_hours"
-
-
-def water_hours_once(con: duckdb.DuckDBPyConnection) -> None:
-    """Compute agg_water_hours once for the queries of a shared-results block (analyses/shared.materialized)."""
-    materialized(con, WATER_HOURS)
-
+from .whole_history import water_hours_once
 
 # The alert levels, the hold limit and the need factor the queries apply are settings of the SQL
 # (ALERT_LEVELS, MAX_HOLD_S, ALERT_NEED_FACTOR in oomlab.load.settings): only the window is a parameter.
