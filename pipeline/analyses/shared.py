@@ -49,8 +49,8 @@ def materialized(con: duckdb.DuckDBPyConnection, view: str) -> None:
     looks a name up in the temporary schema first, in the queries and in the views and macros they call, so every
     later query of the block reads the rows computed here. Outside a block, nothing: each query computes the view.
 
-    Only for a view no filter of a query reaches into (window functions over all the history), whose rows are
-    few; a temporary table is allowed on a read-only connection."""
+    Only for a view no filter of a query reaches into (computed over all the history: analyses/fleet/whole_history),
+    whose rows are few; a temporary table is allowed on a read-only connection."""
     store = _STORE.get()
     key = (_MATERIALIZED, id(con), view)
     if store is None or key in store:
