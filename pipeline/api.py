@@ -41,9 +41,13 @@ def ingest(
 
     from .ingest.run import ingest_files
     from .load.connection import connect
+    from .parse.text.textscan import drop_searches_ahead
 
-    with connect(db_path) as con:
-        return ingest_files(con, files, options, progress, ahead)
+    try:
+        with connect(db_path) as con:
+            return ingest_files(con, files, options, progress, ahead)
+    finally:
+        drop_searches_ahead()
 
 
 def ingest_lake(
@@ -58,8 +62,12 @@ def ingest_lake(
     ahead = start_first(files, options.fields)
 
     from .ingest.lake import ingest_into_lake
+    from .parse.text.textscan import drop_searches_ahead
 
-    return ingest_into_lake(Path(lake_dir), files, options, progress, ahead)
+    try:
+        return ingest_into_lake(Path(lake_dir), files, options, progress, ahead)
+    finally:
+        drop_searches_ahead()
 
 
 def __getattr__(name: str) -> object:

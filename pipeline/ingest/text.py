@@ -11,13 +11,13 @@ import duckdb
 
 from ..config import IngestOptions
 from ..load import tables as load
-from ..parse.allocator import SUMMARY_FINDER, SummaryScanner
-from ..parse.telemetry.startup import FINDER as STARTUP_FINDER
+from ..parse.allocator import SummaryScanner
 from ..parse.text.textlog import scan_text_log
 from ..records import Reject, TextOom
 from .allocator import insert_moments
 from .plausible import split_plausible
 from .telemetry import insert_engine_memory, startup_scanner
+from .text_readers import ALSO_READ
 
 if TYPE_CHECKING:
     from ..parse.text.textscan import Window
@@ -45,7 +45,7 @@ def ingest_text_log(
         if position is not None:
             position.fraction = window.progress
 
-    for item in scan_text_log(path, default_tz=options.tz, on_window=on_window, also=[STARTUP_FINDER, SUMMARY_FINDER]):
+    for item in scan_text_log(path, default_tz=options.tz, on_window=on_window, also=ALSO_READ):
         (rejects if isinstance(item, Reject) else found).append(item)
     found, dated_wrong = split_plausible(found, lambda f: f.ts, lambda f: f.line, lambda f: f.oom.message)
     reports, reports_wrong = split_plausible(startup.reports(), lambda r: r.ts, lambda r: r.line, str)

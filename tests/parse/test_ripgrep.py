@@ -49,7 +49,12 @@ def test_the_setting_picks_another_rg_or_none(tmp_path: Path, monkeypatch: pytes
     assert ripgrep_binary() == installed
 
 
-def test_marks_are_line_starts_and_numbers_of_marked_lines(tmp_path: Path) -> None:
+def lines_hit(data: bytes, hits: list[tuple[int, int, bytes]]) -> list[tuple[int, int]]:
+    """(line start, line number) of the lines that `hits` fall on, each once."""
+    return sorted({(data.rfind(b"\n", 0, at) + 1, number) for at, number, _ in hits})
+
+
+def test_hits_are_where_their_literal_is_on_the_numbered_line(tmp_path: Path) -> None:
     messages = gzip.decompress(H200_MESSAGES.read_bytes()).split(b"\n")
     filler = [b"INFO step 1 ok", b"\x00\x01 binary junk \xff", b"GPU KV cache usage: 3%\r", b""]
     data = b"\n".join(filler[i % 4] if i % 3 else messages[i % len(messages)] for i in range(20_000))
@@ -59,7 +64,10 @@ def test_marks_are_line_starts_and_numbers_of_marked_lines(tmp_path: Path) -> No
     assert binary is not None
     with contextlib.closing(RipgrepSearch(binary, path, OOM_MARKERS)) as search:
         batches = list(search)
-    assert [mark for batch in batches for mark in batch] == expected_marks(data, OOM_MARKERS)
+    hits = [hit for batch in batches for hit in batch]
+    assert all(data[at : at + len(literal)] == literal and literal in OOM_MARKERS for at, _, literal in hits)
+    assert lines_hit(data, hits) == expected_marks(data, OOM_MARKERS)
+    assert [number for _, number, _ in hits] == sorted(number for _, number, _ in hits)
     assert len(batches) > 1
 
 
@@ -70,7 +78,8 @@ def test_a_byte_order_mark_is_not_taken_as_utf16(tmp_path: Path) -> None:
     binary = ripgrep_binary()
     assert binary is not None
     with contextlib.closing(RipgrepSearch(binary, path, OOM_MARKERS)) as search:
-        assert [m for batch in search for m in batch] == [(3, 2)]
+        hits = [hit for batch in search for hit in batch]
+    assert hits == [(3 + message.index(literal), 2, literal) for literal in (b"ut of memory", b"to allocate")]
 
 
 def test_an_error_of_rg_is_raised_after_its_output(tmp_path: Path) -> None:
@@ -84,7 +93,7 @@ def test_an_error_of_rg_is_raised_after_its_output(tmp_path: Path) -> None:
     ("script", "reason"),
     [
         ("echo 'rg: something went wrong' >&2\nexit 2", "rg: something went wrong"),  # rg's own error
-        ("echo '1:0:[Omitted long matching line]'\nkill -9 $$", "killed by signal 9"),  # cut short: no partial result
+        ("echo '1:13:ut of memory'\nkill -9 $$", "killed by signal 9"),  # cut short: no partial result
     ],
 )
 def test_a_failing_rg_makes_the_log_an_input_error(
@@ -106,7 +115,7 @@ def test_a_reader_may_stop_early(tmp_path: Path) -> None:
     binary = ripgrep_binary()
     assert binary is not None
     search = RipgrepSearch(binary, path, OOM_MARKERS)
-    assert next(iter(search))[0] == (0, 1)
+    assert next(iter(search))[0] == (13, 1, b"ut of memory")
     search.close()  # kills rg instead of waiting for it
     assert search.child.returncode == -9
 
@@ -119,9 +128,9 @@ def test_lines_rg_finds_past_the_mapped_end_are_left(tmp_path: Path, monkeypatch
     class Grown(RipgrepSearch):
         """What rg reports when the log grew by one message after it was mapped."""
 
-        def __iter__(self) -> Iterator[list[tuple[int, int]]]:
+        def __iter__(self) -> Iterator[list[tuple[int, int, bytes]]]:
             yield from super().__iter__()
-            yield [(log.stat().st_size + 6, 3)]
+            yield [(log.stat().st_size + 6, 3, b"ut of memory")]
 
     monkeypatch.setattr(textscan, "RipgrepSearch", Grown)
     (item,) = list(scan_text_log(log))

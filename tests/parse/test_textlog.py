@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from oomlab.errors import InputError
 from oomlab.parse import compression
 from oomlab.parse.oom.message import OOM_MARKERS, parse_oom_message
-from oomlab.parse.text import textscan, textsearch
+from oomlab.parse.text import needles, textscan, textsearch
 from oomlab.parse.text.logline import LineClock
 from oomlab.parse.text.ripgrep import RIPGREP_ENV
 from oomlab.parse.text.textlog import REJECT_REASON, scan_text_log
@@ -77,11 +77,14 @@ def ooms(items: list[TextOom | Reject]) -> list[TextOom]:
     return items  # type: ignore[return-value]
 
 
-@pytest.fixture(params=["ripgrep", "in-process"])
+@pytest.fixture(params=["ripgrep", "ripgrep-needles", "in-process"])
 def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Each test that takes it runs twice: plain logs searched by rg, and searched in-process."""
+    """Each test that takes it runs three times: plain logs searched by rg for the markers (as a small log is),
+    by rg for needles chosen from the log (as a large one is), and searched in-process."""
     if request.param == "in-process":
         monkeypatch.setenv(RIPGREP_ENV, "off")
+    if request.param == "ripgrep-needles":
+        monkeypatch.setattr(needles, "CHOOSE_FROM_BYTES", 0)
     return str(request.param)
 
 

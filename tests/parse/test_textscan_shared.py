@@ -12,7 +12,7 @@ from test_telemetry_vllm import OOM, V0, V1
 
 from oomlab.parse.oom.message import OOM_MARKERS
 from oomlab.parse.telemetry.startup import FINDER, MARKERS, StartupScanner
-from oomlab.parse.text import textscan, textsearch
+from oomlab.parse.text import needles, textscan, textsearch
 from oomlab.parse.text.logline import LineClock
 from oomlab.parse.text.ripgrep import RIPGREP_ENV
 from oomlab.parse.text.textlog import scan_text_log
@@ -46,7 +46,7 @@ def _log(seed: int = 7) -> tuple[str, list[int], list[int]]:
     return "\n".join(lines) + "\n", ooms, reports
 
 
-@pytest.mark.parametrize("engine", ["ripgrep", "in-process"])
+@pytest.mark.parametrize("engine", ["ripgrep", "ripgrep-needles", "in-process"])
 @pytest.mark.parametrize("kind", ["plain", "gzip"])
 @pytest.mark.parametrize("chunk", [textscan.SEGMENT_BYTES, 5000])
 def test_shared_search_numbers_both_readers_as_their_own_searches_do(
@@ -57,6 +57,8 @@ def test_shared_search_numbers_both_readers_as_their_own_searches_do(
     path.write_bytes(gzip.compress(text.encode()) if kind == "gzip" else text.encode())
     if engine == "in-process":
         monkeypatch.setenv(RIPGREP_ENV, "off")
+    if engine == "ripgrep-needles":  # needles chosen from the log, as for a large one
+        monkeypatch.setattr(needles, "CHOOSE_FROM_BYTES", 0)
     monkeypatch.setattr(textscan, "SMALL_BYTES", 0)  # the polars search, whatever the window's size
     monkeypatch.setattr(textsearch, "BLOCK_BYTES", 2000)  # several messages in some blocks
 
@@ -73,10 +75,12 @@ def test_shared_search_numbers_both_readers_as_their_own_searches_do(
     assert reports[0].kv_cache_bytes == round(56.21 * (1 << 30))
 
 
-@pytest.mark.parametrize("engine", ["ripgrep", "in-process"])
+@pytest.mark.parametrize("engine", ["ripgrep", "ripgrep-needles", "in-process"])
 def test_marked_lines_carry_their_numbers(tmp_path: Path, engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
     if engine == "in-process":
         monkeypatch.setenv(RIPGREP_ENV, "off")
+    if engine == "ripgrep-needles":  # needles chosen from the log, as for a large one
+        monkeypatch.setattr(needles, "CHOOSE_FROM_BYTES", 0)
     text, oom_lines, report_lines = _log(seed=3)
     path = tmp_path / "mixed.log"
     path.write_bytes(text.encode())

@@ -34,7 +34,7 @@ ECHO_GAP = 2
 HEAD_REACH = 3
 YEAR_PROBE_BYTES = 64 << 10  # where a window is looked at for a dated line, for lines without a year
 
-_FINDER = MarkerFinder(OOM_MARKERS)
+OOM_FINDER = MarkerFinder(OOM_MARKERS)
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception)\s*:?\s*$")
 _TRAILING_NAME = re.compile(r"[\w.]*$")
 _EXCEPTION_HEAD = re.compile(r"[\w.]*(?:Error|Exception)\s*:?\s*")
@@ -72,7 +72,7 @@ def scan_text_log(
         ) from exc
     try:
         scanner, echoes = _Scanner(clock), _Echoes()
-        for window in iter_windows(path, [_FINDER, *also], segment=chunk_size):
+        for window in iter_windows(path, [OOM_FINDER, *also], segment=chunk_size):
             if on_window is not None:
                 on_window(window)
             for found in scanner.scan(window):
@@ -135,7 +135,7 @@ class _Scanner:
         self._window = window
         if self.clock.log_year is None:  # the year of the log's dated lines, for its lines without one
             self.clock.learn_year(self._text(window.lo, min(window.hi, window.lo + YEAR_PROBE_BYTES)))
-        for hit, line in window.marked(_FINDER):
+        for hit, line in window.marked(OOM_FINDER):
             if window.base + hit < self.consumed:
                 continue
             found = self._message_at(hit, line)
@@ -155,12 +155,12 @@ class _Scanner:
         window = self._window
         assert window is not None
         if end - start <= LINE_TEXT_BYTES:
-            return line_text(window.buf, start, end, _FINDER).rstrip("\r\n")
+            return line_text(window.buf, start, end, OOM_FINDER).rstrip("\r\n")
         if self._long_lines[0] is not window:
             self._long_lines = (window, {})
         cut = self._long_lines[1]
         if (start, end) not in cut:
-            cut[(start, end)] = line_text(window.buf, start, end, _FINDER).rstrip("\r\n")
+            cut[(start, end)] = line_text(window.buf, start, end, OOM_FINDER).rstrip("\r\n")
         return cut[(start, end)]
 
     def _message_at(self, hit: int, line: int) -> _Event | Reject | None:

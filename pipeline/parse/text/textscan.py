@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..compression import compression_of, open_counted
 from ..facts import count_newlines
-from .ripgrep import RipgrepSearch, ripgrep_binary
+from .needles import Needles, needles_for
+from .ripgrep import Hit, RipgrepSearch, ripgrep_binary
 
 if TYPE_CHECKING:
     from .textsearch import Search
@@ -274,7 +275,7 @@ def iter_windows(
     readers = _Readers(finders)
     plain = compression_of(path) is None
     binary = ripgrep_binary() if plain else None
-    searched = _ripgrep_windows(path, readers, binary) if binary is not None else None
+    searched = _ripgrep_windows(path, finders, binary) if binary is not None else None
     if searched is not None:
         for window in searched:
             yield window
@@ -325,34 +326,116 @@ class _Readers:
         }
 
 
-def _ripgrep_windows(path: Path, readers: _Readers, binary: str) -> Iterator[Window] | None:
-    """The windows of a plain file whose marks rg finds; None when this rg cannot run here (another platform's
-    binary): the log is then searched in-process."""
+@dataclass(frozen=True)
+class _Started:
+    """rg under way on a memory-mapped plain log."""
+
+    mapped: mmap.mmap
+    lines: _MarkedLines
+    search: RipgrepSearch
+
+
+# Searches started before their scan (`search_ahead`), by _ahead_key: `oomlab ingest` starts rg on its first
+# file before DuckDB loads, so rg's pass over the log runs beside the imports instead of after them.
+_AHEAD: dict[tuple[object, ...], _Started] = {}
+
+
+def search_ahead(path: str | Path, finders: Sequence[MarkerFinder]) -> None:
+    """Start rg's search of a plain log for `finders` now; `iter_windows` with the same finders takes it up.
+    Nothing happens for a compressed log, or without rg. `drop_searches_ahead` ends any not taken up."""
+    path = Path(path)
+    binary = ripgrep_binary() if compression_of(path) is None else None
+    started = _start_ripgrep(path, _Readers(finders), binary) if binary is not None else None
+    if started is not None:
+        _AHEAD[_ahead_key(path, finders)] = started
+
+
+def drop_searches_ahead() -> None:
+    """End the searches started ahead that no scan took up (the file turned out to be skipped, say)."""
+    while _AHEAD:
+        _, started = _AHEAD.popitem()
+        started.search.close()
+
+
+def _ahead_key(path: Path, finders: Sequence[MarkerFinder]) -> tuple[object, ...]:
+    """The file (as it is now: a file rewritten since is searched again) and the markers searched."""
+    stat = path.stat()
+    return (str(path.resolve()), stat.st_size, stat.st_mtime_ns, tuple(f.markers for f in finders))
+
+
+def _start_ripgrep(path: Path, readers: _Readers, binary: str) -> _Started | None:
+    """rg started on the memory-mapped file; None when the file is empty or this rg cannot run here (another
+    platform's binary)."""
     mapped = _map(path)
     if mapped is None:
-        return iter(())
-    try:
-        search = RipgrepSearch(binary, path, readers.union.needed)
-    except OSError:
         return None
-    return _windows_of(mapped, readers, search)
+    needles = needles_for([f.markers for f in readers.finders], readers.union.needed, mapped)
+    try:
+        search = RipgrepSearch(binary, path, needles.texts)
+    except OSError:
+        mapped.close()
+        return None
+    return _Started(mapped, _MarkedLines(mapped, needles, readers), search)
 
 
-def _windows_of(mapped: mmap.mmap, readers: _Readers, search: RipgrepSearch) -> Iterator[Window]:
+def _ripgrep_windows(path: Path, finders: Sequence[MarkerFinder], binary: str) -> Iterator[Window] | None:
+    """The windows of a plain file whose marks rg finds (the search started ahead, if there is one); None
+    when this rg cannot run here: the log is then searched in-process."""
+    if path.stat().st_size == 0:
+        return iter(())
+    started = _AHEAD.pop(_ahead_key(path, finders), None) or _start_ripgrep(path, _Readers(finders), binary)
+    if started is None:
+        return None
+    return _windows_of(started.mapped, started.lines, started.search)
+
+
+def _windows_of(mapped: mmap.mmap, lines: _MarkedLines, search: RipgrepSearch) -> Iterator[Window]:
     """Windows of a memory-mapped plain file, one per batch of rg's output: each reaches from where the one
-    before ended to the end of the batch's last line, and the last to the end of the file, so together they
-    cover the log and a reader searching a window itself (`Window.marked`) numbers its lines right."""
+    before ended to the start of the batch's last line (rg may report more of that line in its next batch),
+    and the last to the end of the file, so together they cover the log and a reader searching a window
+    itself (`Window.marked`) numbers its lines right."""
     lo, line = 0, 1
     with contextlib.closing(search):
         for batch in search:
-            # A log still being written may have grown since it was mapped: rg's lines past the map are
+            # A log still being written may have grown since it was mapped: rg's hits past the map are
             # left for the next ingest (the file's hash will have changed by then).
-            marks = [mark for mark in batch if mark[0] < len(mapped)]
-            if not marks:
-                break
-            end = mapped.find(b"\n", marks[-1][0])
-            hi = len(mapped) if end < 0 else end + 1
-            yield Window(mapped, 0, lo, hi, line, readers.found(mapped, marks), hi / len(mapped))
-            lo, line = hi, marks[-1][1] + 1
+            lines.add(hit for hit in batch if hit[0] < len(mapped))
+            if lines.open_start > lo:
+                hi = lines.open_start
+                yield Window(mapped, 0, lo, hi, line, lines.take(), hi / len(mapped))
+                lo, line = hi, lines.open_number
+    lines.close()
     if lo < len(mapped):
-        yield Window(mapped, 0, lo, len(mapped), line, readers.found(mapped, []), 1.0)
+        yield Window(mapped, 0, lo, len(mapped), line, lines.take(), 1.0)
+
+
+class _MarkedLines:
+    """The lines that hold each reader's markers, from rg's needle hits in file order. The line of the latest
+    hit stays open (more of its hits may come) until a hit on a later line, or `close`."""
+
+    def __init__(self, buf: Buffer, needles: Needles, readers: _Readers) -> None:
+        self.buf, self.needles, self.readers = buf, needles, readers.finders
+        self.closed: list[list[Mark]] = [[] for _ in self.readers]
+        self.open_number, self.open_start = 0, 0
+        self.holding: set[int] = set()  # the readers whose markers the open line holds
+
+    def add(self, hits: Iterable[Hit]) -> None:
+        """Check hits (in order) for the markers that hold them."""
+        for at, number, needle in hits:
+            if number != self.open_number:
+                self.close()
+                self.open_number, self.open_start = number, self.buf.rfind(b"\n", 0, at) + 1
+            for reader, _ in self.needles.holders(self.buf, at, needle):
+                self.holding.add(reader)
+
+    def close(self) -> None:
+        """No more hits on the open line will come."""
+        for reader in self.holding:
+            self.closed[reader].append((self.open_start, self.open_number))
+        self.holding = set()
+
+    def take(self) -> dict[tuple[bytes, ...], tuple[Mark, ...]]:
+        """Each reader's marks of the lines closed since the last take."""
+        found = {finder.markers: tuple(marks) for finder, marks in zip(self.readers, self.closed, strict=True)}
+        self.closed = [[] for _ in self.readers]
+        return found

@@ -1,0 +1,20 @@
+"""The readers that share one search of a text log (OOM messages, serving engines' start-up memory reports,
+memory_summary() tables), and that search started ahead of the ingest: this module loads no DuckDB."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..parse.allocator import SUMMARY_FINDER
+from ..parse.telemetry.startup import FINDER as STARTUP_FINDER
+from ..parse.text import textscan
+from ..parse.text.textlog import OOM_FINDER
+
+# The readers beside the OOM scan's own (`scan_text_log(also=...)`)
+ALSO_READ = (STARTUP_FINDER, SUMMARY_FINDER)
+
+
+def search_text_log_ahead(path: str | Path) -> None:
+    """Start the search of the text log at `path` that `ingest_text_log` will take up (rg runs beside the
+    rest of the start-up)."""
+    textscan.search_ahead(path, [OOM_FINDER, *ALSO_READ])
