@@ -55,3 +55,11 @@ class DatabaseError(OomlabError):
 
 class ParseError(OomlabError):
     """Text that looked like an OOM message but could not be decoded."""
+
+
+class FastPathRefused(Exception):
+    """Not a user's error: DuckDB's typed reader refused a request log, or its rows do not line up with the
+    file's lines (ingest/requests.py). A failed statement aborts DuckDB's transaction, so the caller rolls
+    back and calls again with `robust=True`. Defined here so that ingest/run.py catches it without loading
+    the request-log modules for every kind of file.
+    """

@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 
 from ..config import IngestOptions
-from ..errors import InputError, OomlabError
+from ..errors import FastPathRefused, InputError, OomlabError
 from ..load import tables as load
 from ..load.settings import MAX_RECORD_BYTES
 from ..load.sql import bind, run_file, sql_text
@@ -22,14 +22,6 @@ from .normalize import Staged, staged_select
 
 _STAGE_TABLE = "ingest_copy"  # the temp table of _copy_in_file_order (a name no view of sql/ uses)
 _STAGED_VIEW = "ingest_staged"  # the normalized rows, as sql/ingest/insert_requests.sql and its rejects read them
-
-
-class FastPathRefused(Exception):
-    """DuckDB's typed reader refused the file, or its rows do not line up with the file's lines.
-
-    A failed statement aborts DuckDB's transaction, so the caller rolls back and calls again with
-    `robust=True`.
-    """
 
 
 def ingest_structured(

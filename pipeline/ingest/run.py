@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 
 from ..config import IngestOptions
-from ..errors import EmptyInputError, OomlabError
+from ..errors import EmptyInputError, FastPathRefused, OomlabError
 from ..load import tables as load
 from ..parse import detect
 from ..parse.facts import HASH_ALGORITHM, FileFacts, facts_in_background, hash_of
@@ -21,7 +21,6 @@ from .nothing_found import nothing_found_note
 from .paths import InputFile, total_bytes
 from .plausible import implausible_time
 from .progress import Progress, ReadPosition, polling
-from .requests import FastPathRefused, ingest_structured
 
 
 def ingest_files(
@@ -205,6 +204,8 @@ def _load_content(
         from .calendar import ingest_calendar
 
         return ingest_calendar(con, path, source_id, options)
+    from .requests import ingest_structured
+
     return ingest_structured(con, path, kind, source_id, options, facts, robust)
 
 

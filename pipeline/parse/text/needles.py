@@ -31,34 +31,40 @@ PATTERN_COST_S = 0.007
 FALSE_HIT_COST_S = 2e-6
 
 Buffer = Any  # bytes or mmap.mmap: slicing and find/rfind
-Place = tuple[int, bytes, int]  # a needle's place: the reader it serves, the marker, the needle's offset in it
+Spot = tuple[bytes, int]  # where a needle sits: a marker that holds it, and its offset there
 
 
 @dataclass(frozen=True)
 class Needles:
-    """What rg searches (`texts`); for each, the readers' markers that hold it and where, and the needles that
-    could begin inside one of its hits."""
+    """What rg searches (`texts`); for each, the readers whose markers hold it and where, and the needles
+    that could begin inside one of its hits."""
 
     texts: tuple[bytes, ...]
-    places: Mapping[bytes, tuple[Place, ...]]
+    places: Mapping[bytes, tuple[tuple[int, tuple[Spot, ...]], ...]]  # needle -> (reader, its spots)
     inside: Mapping[bytes, tuple[tuple[int, bytes], ...]]  # (offset in the hit, needle) that may begin there
+    readers: int
 
-    def holders(self, buf: Buffer, at: int, needle: bytes) -> Iterator[tuple[int, int]]:
-        """(reader, marker start) of each marker that holds the hit of `needle` at `at`, or a hit of another
-        needle that begins inside it: rg reports hits that do not overlap, so those are looked for here."""
+    def add_holders(self, buf: Buffer, at: int, needle: bytes, holding: set[int]) -> None:
+        """Add to `holding` each reader with a marker that holds the hit of `needle` at `at`, or a hit of
+        another needle that begins inside it: rg reports hits that do not overlap, so those are looked for
+        here. Readers already in `holding` are not looked for again (a line needs each reader once)."""
         pending = [(at, needle)]
         seen = set(pending)
-        while pending:
+        while pending and len(holding) < self.readers:
             hit, text = pending.pop()
-            for reader, marker, offset in self.places[text]:
-                start = hit - offset
-                if start >= 0 and buf[start : start + len(marker)] == marker:
-                    yield reader, start
+            for reader, spots in self.places[text]:
+                if reader not in holding and _holds(buf, hit, spots):
+                    holding.add(reader)
             for offset, other in self.inside[text]:
                 where = hit + offset
                 if (where, other) not in seen and buf[where : where + len(other)] == other:
                     seen.add((where, other))
                     pending.append((where, other))
+
+
+def _holds(buf: Buffer, hit: int, spots: tuple[Spot, ...]) -> bool:
+    """Whether a marker of `spots` surrounds the needle's hit at `hit` (a slice compare each)."""
+    return any(buf[hit - offset : hit - offset + len(marker)] == marker for marker, offset in spots if hit >= offset)
 
 
 def needles_for(readers: Sequence[Sequence[bytes]], needed: Sequence[bytes], buf: Buffer) -> Needles:
@@ -73,15 +79,14 @@ def _needles(readers: tuple[tuple[bytes, ...], ...], texts: tuple[bytes, ...]) -
     """Needles `texts` with the places where they sit in every reader's markers."""
     places = {
         text: tuple(
-            (reader, marker, offset)
+            (reader, spots)
             for reader, markers in enumerate(readers)
-            for marker in dict.fromkeys(markers)
-            for offset in _offsets(marker, text)
+            if (spots := tuple((m, offset) for m in dict.fromkeys(markers) for offset in _offsets(m, text)))
         )
         for text in texts
     }
     inside = {text: tuple(_may_begin_inside(text, texts)) for text in texts}
-    return Needles(texts, places, inside)
+    return Needles(texts, places, inside, len(readers))
 
 
 def _may_begin_inside(text: bytes, texts: Sequence[bytes]) -> Iterator[tuple[int, bytes]]:

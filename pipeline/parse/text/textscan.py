@@ -425,8 +425,7 @@ class _MarkedLines:
             if number != self.open_number:
                 self.close()
                 self.open_number, self.open_start = number, self.buf.rfind(b"\n", 0, at) + 1
-            for reader, _ in self.needles.holders(self.buf, at, needle):
-                self.holding.add(reader)
+            self.needles.add_holders(self.buf, at, needle, self.holding)
 
     def close(self) -> None:
         """No more hits on the open line will come."""
