@@ -2,8 +2,8 @@
 
 Generates (seeded) a plain text log of realistic service log lines with one real-format OOM message
 (variants of the H200 captures in tests/data/h200) per 1,000 lines, then times both sides (the fastest of
-three runs each) and prints `ratio = oomlab / grep` (target <= 4, moonshot 3). It also times hashing the
-file alone (sources.content_hash, which ingest must compute): a floor no ingest can go under.
+three runs each, the two taking turns) and prints `ratio = oomlab / grep` (target <= 4, moonshot 3). It also
+times hashing the file alone (sources.content_hash, which ingest must compute): a floor no ingest can go under.
 The oomlab timed is the `oomlab` command beside this interpreter (or `--oomlab PATH`); without one the bench
 fails: it never times something else under the target's name.
 Run: `python bench/ingest_text.py [--size-mb 1024] [--dir D] [--runs 3] [--oomlab PATH]`.
@@ -162,25 +162,27 @@ def run_scan(log: Path) -> tuple[Run, int, float, float]:
     return run, int(found), float(import_s), float(scan_s)
 
 
-def run_cli(exe: str, log: Path, workdir: Path, runs: int) -> tuple[Run, list[float], int | None]:
-    """`oomlab ingest FILE --db TMP.duckdb --quiet` `runs` times, each into a new database (grep's side is a
-    best of three as well: this machine is noisy): the fastest run, every run's seconds, and the number of
-    events it loaded."""
+def run_both(exe: str, log: Path, workdir: Path, runs: int) -> tuple[Run, Run, list[float], int | None]:
+    """`grep -c 'out of memory' FILE` and `oomlab ingest FILE --db TMP.duckdb --quiet` (each into a new
+    database) `runs` times, taking turns so that a machine whose speed drifts slows both alike: the fastest
+    grep, the fastest oomlab, every oomlab run's seconds, and the number of events oomlab loaded."""
     db = workdir / "bench.duckdb"
-    results = []
+    greps, results = [], []
     for _ in range(runs):
+        greps.append(timed(["grep", "-c", "out of memory", str(log)]))
         for stale in (db, db.with_name(db.name + ".wal")):
             stale.unlink(missing_ok=True)
         results.append(timed([exe, "ingest", str(log), "--db", str(db), "--quiet"]))
+    grep = min(greps, key=lambda r: r.seconds)
     run, seconds = min(results, key=lambda r: r.seconds), [r.seconds for r in results]
     try:
         import duckdb
 
         with duckdb.connect(str(db), read_only=True) as con:
             row = con.execute("SELECT count(*) FROM oom_events").fetchone()
-        return run, seconds, int(row[0]) if row else None
+        return grep, run, seconds, int(row[0]) if row else None
     except Exception:  # the count is informative only; the schema belongs to the loader
-        return run, seconds, None
+        return grep, run, seconds, None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size-mb", type=int, default=1024, help="log size in MiB (default 1024)")
     parser.add_argument("--dir", type=Path, default=None, help="where to write the log (default: a temp dir)")
     parser.add_argument("--seed", type=int, default=20261130)
-    parser.add_argument("--runs", type=int, default=3, help="oomlab runs, the fastest counts (default 3)")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each side, the fastest counts (default 3)")
     parser.add_argument("--oomlab", help="the oomlab command to time (default: the one beside this python)")
     args = parser.parse_args(argv)
     exe = oomlab_command(args.oomlab)
@@ -218,8 +220,9 @@ def bench(exe: str, workdir: Path, size_mb: int, seed: int, runs: int = 3) -> in
         f"({time.perf_counter() - start:.1f} s)"
     )
     timed(["cat", str(log)], keep_output=False)  # warm the page cache: both sides read from memory
-    grep = min((timed(["grep", "-c", "out of memory", str(log)]) for _ in range(3)), key=lambda r: r.seconds)
-    print(f"grep -c 'out of memory': {grep.seconds:.3f} s (count {grep.stdout.strip()})")
+    check_cli(exe, log, workdir)
+    grep, oomlab, seconds, loaded = run_both(exe, log, workdir, runs)
+    print(f"grep -c 'out of memory': {grep.seconds:.3f} s (count {grep.stdout.strip()}, best of {runs})")
     floor = timed([sys.executable, "-c", _HASH, str(log)])
     print(
         f"content hash of the file alone (sources.content_hash, which ingest must compute, in a fresh "
@@ -232,9 +235,7 @@ def bench(exe: str, workdir: Path, size_mb: int, seed: int, runs: int = 3) -> in
         f"scan), OOMs found {found}, ratio {scan.seconds / grep.seconds:.2f}, "
         f"peak RSS {scan.peak_rss_mib:.0f} MiB"
     )
-    check_cli(exe, log, workdir)
     label = f"{exe} ingest FILE --db TMP.duckdb --quiet"
-    oomlab, seconds, loaded = run_cli(exe, log, workdir, runs)
     ratio = oomlab.seconds / grep.seconds
     print(
         f"oomlab [{label}]: {oomlab.seconds:.3f} s (best of {', '.join(f'{s:.3f}' for s in seconds)}), "

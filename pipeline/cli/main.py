@@ -112,8 +112,9 @@ def ingest(
     )
 
     from .. import api
-    from .render import print_ingest_report, progress_bar
+    from .render import load_summary_modules_meanwhile, print_ingest_report, progress_bar
 
+    load_summary_modules_meanwhile()
     with progress_bar(quiet) as progress:
         if lake_dir is None:
             report = api.ingest(db_path, list(paths), options, progress)

@@ -1,6 +1,6 @@
 -- One oom_events row per request of this source that ended in an out-of-memory error (an oom status
--- or an OOM message). Fields parsed from the message (table parsed_messages, keyed by the message
--- text) fill in; the logged values win.
+-- or an OOM message: source_ooms, stage_source_ooms.sql). Fields parsed from the message (table
+-- parsed_messages, keyed by the message text) fill in; the logged values win.
 INSERT INTO oom_events (source_id, line, ts, instance, gpu_index, model_version, framework, origin,
     requested_bytes, total_capacity_bytes, free_bytes, already_allocated_bytes, reserved_bytes,
     allocated_by_pytorch_bytes, reserved_unallocated_bytes, process_in_use_bytes, allowed_bytes,
@@ -15,8 +15,6 @@ SELECT r.source_id, r.line, r.ts, r.instance, coalesce(r.gpu_index, p.gpu_index)
        p.process_in_use_bytes, p.allowed_bytes, p.private_pool_bytes, p.other_processes,
        r.batch_size, r.input_sequence_length, r.output_sequence_length, coalesce(p.message, r.error),
        r.request_id
-FROM requests r
+FROM source_ooms r
 LEFT JOIN parsed_messages p ON p.error = r.error
-WHERE r.source_id = $source_id
-  AND oomlab_is_oom(r.status, r.error)
 ORDER BY r.line;
