@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import lzma
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -283,3 +284,21 @@ def test_an_oom_request_without_its_message_is_still_an_oom_event(tmp_path, db, 
     assert sql("SELECT line, origin, framework, requested_bytes, message FROM oom_events") == [
         (1, "structured", None, oom["requested_size"], None)
     ]
+
+
+def test_offset_timestamps_are_stored_as_their_utc_instant(tmp_path, db, run_cli, sql):
+    """serve_mixed's first requests with their times written three ways DuckDB's reader types as TIMESTAMP WITH
+    TIME ZONE: `Z`, a +02:00 offset for the same kind of instant, and `infinity`, which no log means and which is
+    rejected as implausible, not stored without a time."""
+    rows = read_jsonl_gz(H200 / "serve_mixed" / "requests.jsonl.gz")[:3]
+    rows[1]["ts"] = "2026-11-30T03:49:09.125+02:00"
+    rows[2]["ts"] = "infinity"
+    log = tmp_path / "offsets.jsonl"
+    log.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    result = run_cli("ingest", log, "--db", db)
+    assert result.exit_code == 0, result.output
+    first = datetime.fromisoformat(rows[0]["ts"].replace("Z", "+00:00")).replace(tzinfo=None)
+    second = datetime(2026, 11, 30, 1, 49, 9, 125000)
+    assert sql("SELECT line, ts FROM requests ORDER BY line") == [(1, first), (2, second)]
+    (reason,) = sql("SELECT reason FROM rejects WHERE line = 3")[0]
+    assert "more than a year ahead" in reason
