@@ -1,12 +1,14 @@
 """Short literals ("needles") that rg searches in place of the readers' markers, and the check that turns rg's
 needle hits back into the lines that hold a marker.
 
-rg finds many literals at once with SIMD (Teddy), but only while they are few and their first bytes are rare
-in the text: with every reader's markers (some 90 phrases, many sharing common words) it falls back to a
-scan 4-5x slower than one literal. Every marker holds some 4-byte piece, and a handful of pieces can cover all
-markers: chosen by what they cost on this log (sampled in a few places), rg finds the lines as fast as it
-finds one phrase. A line holding a needle may not hold a marker, so each hit is checked in place: the needle
-sits at known offsets of the markers that hold it, so a check is a slice compare, never a search of the line.
+rg finds many literals at once with SIMD (Teddy), but only while they are few (at most 64) and their first
+bytes are rare in the text: with every reader's markers (88 phrases, many sharing common words) it falls back
+to a scan 6x slower than one literal. Every marker holds some 4-byte piece, and a few dozen pieces cover all
+markers: chosen by what they cost on this log (sampled in a few places), rg searches a GiB of the bench's log
+in 0.42-0.58 s, as fast as for the OOM markers alone (0.45-0.52 s; all 88 markers 1.56-1.71 s, one literal
+0.25-0.28 s, measured in turns). A line holding a needle may not hold a marker, so each hit is checked in
+place: the needle sits at known offsets of the markers that hold it, so a check is a slice compare, never a
+search of the line.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from typing import Any
 import numpy as np
 
 NEEDLE_BYTES = 4  # the shortest piece that is rare: most 3-byte pieces of English are common words' parts
-# Choosing samples the log and costs ~10 ms; a needle saves rg ~1 s per GiB (measured with the bench's log:
-# 0.31 s for 40 needles against 1.6 s for the 88 markers). Below this size the markers themselves are searched.
+# Choosing samples the log and costs 20-35 ms; needles save rg ~1 s per GiB (above). Below this size, where
+# they would save less than the choice costs, the markers themselves are searched.
 CHOOSE_FROM_BYTES = 16 << 20
 SAMPLE_PIECES = 16  # spread over the log: its start (loading, warm-up) often reads unlike the rest
 SAMPLE_PIECE_BYTES = 32 << 10
