@@ -8,6 +8,8 @@ from __future__ import annotations
 import pytest
 from corpus import Case, cases, check_case, ingest_case, known_misses
 
+from oomlab.parse.text import needles
+
 CASES = cases()
 MISSES = known_misses()
 
@@ -19,8 +21,13 @@ def test_the_corpus_is_there() -> None:
         assert str(case.spec.get("source", "")).startswith("http"), f"{case.name}: no source URL"
 
 
+@pytest.mark.parametrize("search", ["markers", "needles"])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_case_lands_with_its_facts(case: Case, tmp_path) -> None:
+def test_case_lands_with_its_facts(case: Case, search: str, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each case's text searched by rg for the readers' markers, as a small log is, and for needles chosen from
+    the case itself, as a large log is (tests/parse/test_needles.py)."""
+    if search == "needles":
+        monkeypatch.setattr(needles, "CHOOSE_FROM_BYTES", 0)
     con = ingest_case(case, tmp_path / "case.duckdb")
     try:
         problems = check_case(case, con)
