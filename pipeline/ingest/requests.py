@@ -174,12 +174,11 @@ def _parse_cached(message: str) -> OomMessage | None:
 def _insert_structured_ooms(con: duckdb.DuckDBPyConnection, labels: dict[str, object]) -> None:
     """OOM requests become oom_events, with the fields their messages state (logged values win)."""
     run_file(con, "stage_source_ooms", labels)
-    try:
-        errors = [row["error"] for row in load.fetch_dicts(con, "select_source_errors", {})]
-        if not errors:  # no OOM request: most files of a healthy fleet
-            return
+    errors = [row["error"] for row in load.fetch_dicts(con, "select_source_errors", {})]
+    if errors:  # none: no OOM request, as in most files of a healthy fleet
         parsed = {e: _parse_cached(e) for e in errors if e is not None}
         load.stage_parsed_messages(con, {e: p for e, p in parsed.items() if p is not None})
         run_file(con, "insert_structured_ooms", labels)
-    finally:
-        con.execute("DROP TABLE IF EXISTS source_ooms; DROP TABLE IF EXISTS parsed_messages")
+    # The temporary tables go with the file's transaction: dropped here, or by its rollback after an error (a
+    # statement after a failed one would fail too, and hide the first error).
+    con.execute("DROP TABLE IF EXISTS source_ooms; DROP TABLE IF EXISTS parsed_messages")

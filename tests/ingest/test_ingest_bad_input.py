@@ -13,6 +13,7 @@ import pytest
 
 import oomlab.ingest.requests as structured_module
 import oomlab.ingest.run as ingest_module
+import oomlab.load.tables as load_tables
 
 from conftest import H200
 
@@ -162,6 +163,23 @@ def test_an_interrupted_ingest_leaves_no_partial_source(tmp_path, db, run_cli, s
     assert sql("SELECT (SELECT count(*) FROM requests), (SELECT count(*) FROM sources)") == [(0, 0)]
     assert run_cli("ingest", path, "--db", db).exit_code == 0
     assert sql("SELECT count(*) FROM requests") == [(101,)]
+
+
+def test_a_failing_structured_oom_insert_reports_its_own_error(tmp_path, db, run_cli, sql, monkeypatch):
+    """A statement that fails while serve_mixed's OOM requests become events is the error reported, not a
+    later statement's "transaction is aborted"; the source leaves nothing behind, and its temporary tables go
+    with the rollback (a second ingest on the same connection would otherwise find them)."""
+    path = H200 / "serve_mixed" / "requests.jsonl.gz"
+    real = load_tables.stage_parsed_messages
+
+    def failing(con, parsed):
+        real(con, parsed)
+        con.execute("SELECT CAST('not a number' AS BIGINT)")
+
+    monkeypatch.setattr(load_tables, "stage_parsed_messages", failing)
+    failed = run_cli("ingest", path, "--db", db)
+    assert failed.exit_code == 1 and "Could not convert string 'not a number'" in failed.stderr, failed.stderr
+    assert sql("SELECT (SELECT count(*) FROM requests), (SELECT count(*) FROM sources)") == [(0, 0)]
 
 
 def test_a_second_ingest_on_a_busy_database_fails_at_once(tmp_path, db, run_cli, sql):
