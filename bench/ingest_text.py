@@ -241,6 +241,8 @@ def bench(exe: str, workdir: Path, size_mb: int, seed: int, runs: int = 3) -> in
         f"oomlab [{label}]: {oomlab.seconds:.3f} s (best of {', '.join(f'{s:.3f}' for s in seconds)}), "
         f"OOMs found {loaded if loaded is not None else 'n/a'}"
     )
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        print("note: PYTHONDONTWRITEBYTECODE is set: modules without a .pyc yet are compiled at every start")
     print(f"ratio = oomlab / grep = {ratio:.2f} (target <= {TARGET_RATIO:g})")
     print(f"peak RSS of the oomlab side: {oomlab.peak_rss_mib:.0f} MiB")
     print(f"(a million-step Python loop took {python_speed():.0f} ms: higher means slower Python now)")
