@@ -20,7 +20,7 @@ from pathlib import Path
 
 RIPGREP_ENV = "OOMLAB_RIPGREP"  # the rg to run, or `off` for the in-process search
 _OFF = ("off", "0", "no", "false")
-_READ_BYTES = 1 << 16  # rg's output is taken in pieces this size: each becomes one batch of marks
+_READ_BYTES = 1 << 16  # rg's output is taken in pieces this size: each becomes one batch of hits
 _EXE = "rg.exe" if os.name == "nt" else "rg"
 
 Hit = tuple[int, int, bytes]  # a literal found: its offset in the file, its line's 1-based number, the literal

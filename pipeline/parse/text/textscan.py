@@ -1,8 +1,9 @@
 """Find, without a Python loop per line, the lines of a large text log that contain marker strings, and
 their line numbers.
 
-A plain file is searched by ripgrep (`parse/ripgrep.py`): one pass in a process of its own that numbers
-the lines as well, read as it goes, while Python reads the marked lines from a memory map. Without rg, and
+A plain file is searched by ripgrep (`parse/ripgrep.py`): one pass in a process of its own, for short
+`needles` that every marker holds, that numbers the lines as well, read as it goes; each hit is checked back
+to the markers in place, and Python reads the marked lines from a memory map. Without rg, and
 for compressed logs (decompressed into buffers), the search runs in-process: the log is cut into segments,
 each split at line ends into ~32 KiB blocks that one polars query searches (`textsearch`, Rust, GIL
 released), and the lines that hold a marker are numbered by counting newlines with numpy; while the caller
@@ -275,7 +276,7 @@ def iter_windows(
     readers = _Readers(finders)
     plain = compression_of(path) is None
     binary = ripgrep_binary() if plain else None
-    searched = _ripgrep_windows(path, finders, binary) if binary is not None else None
+    searched = _ripgrep_windows(path, readers, binary) if binary is not None else None
     if searched is not None:
         for window in searched:
             yield window
@@ -343,11 +344,11 @@ _AHEAD: dict[tuple[object, ...], _Started] = {}
 def search_ahead(path: str | Path, finders: Sequence[MarkerFinder]) -> None:
     """Start rg's search of a plain log for `finders` now; `iter_windows` with the same finders takes it up.
     Nothing happens for a compressed log, or without rg. `drop_searches_ahead` ends any not taken up."""
-    path = Path(path)
+    path, readers = Path(path), _Readers(finders)
     binary = ripgrep_binary() if compression_of(path) is None else None
-    started = _start_ripgrep(path, _Readers(finders), binary) if binary is not None else None
+    started = _start_ripgrep(path, readers, binary) if binary is not None else None
     if started is not None:
-        _AHEAD[_ahead_key(path, finders)] = started
+        _AHEAD[_ahead_key(path, readers)] = started
 
 
 def drop_searches_ahead() -> None:
@@ -357,10 +358,10 @@ def drop_searches_ahead() -> None:
         started.search.close()
 
 
-def _ahead_key(path: Path, finders: Sequence[MarkerFinder]) -> tuple[object, ...]:
+def _ahead_key(path: Path, readers: _Readers) -> tuple[object, ...]:
     """The file (as it is now: a file rewritten since is searched again) and the markers searched."""
     stat = path.stat()
-    return (str(path.resolve()), stat.st_size, stat.st_mtime_ns, tuple(f.markers for f in finders))
+    return (str(path.resolve()), stat.st_size, stat.st_mtime_ns, tuple(f.markers for f in readers.finders))
 
 
 def _start_ripgrep(path: Path, readers: _Readers, binary: str) -> _Started | None:
@@ -378,12 +379,12 @@ def _start_ripgrep(path: Path, readers: _Readers, binary: str) -> _Started | Non
     return _Started(mapped, _MarkedLines(mapped, needles, readers), search)
 
 
-def _ripgrep_windows(path: Path, finders: Sequence[MarkerFinder], binary: str) -> Iterator[Window] | None:
+def _ripgrep_windows(path: Path, readers: _Readers, binary: str) -> Iterator[Window] | None:
     """The windows of a plain file whose marks rg finds (the search started ahead, if there is one); None
     when this rg cannot run here: the log is then searched in-process."""
     if path.stat().st_size == 0:
         return iter(())
-    started = _AHEAD.pop(_ahead_key(path, finders), None) or _start_ripgrep(path, _Readers(finders), binary)
+    started = _AHEAD.pop(_ahead_key(path, readers), None) or _start_ripgrep(path, readers, binary)
     if started is None:
         return None
     return _windows_of(started.mapped, started.lines, started.search)
