@@ -98,11 +98,13 @@ def generate(path: Path, size_mb: int, seed: int = 20261130) -> int:
 
 @dataclass(frozen=True)
 class Run:
-    """One timed command: wall seconds, stdout, and the command's own peak resident memory."""
+    """One timed command: wall seconds, stdout, the command's own peak resident memory, and the CPU seconds
+    (user + system) it and the children it waited for (oomlab's rg) used."""
 
     seconds: float
     stdout: str
     peak_rss_mib: float
+    cpu_seconds: float
 
 
 def timed(command: list[str], *, keep_output: bool = True) -> Run:
@@ -119,7 +121,7 @@ def timed(command: list[str], *, keep_output: bool = True) -> Run:
         if child.returncode != 0:
             errors.seek(0)
             raise RuntimeError(f"{' '.join(command[:2])} failed: {errors.read().decode()[-2000:]}")
-    return Run(seconds, out, usage.ru_maxrss / 1024)
+    return Run(seconds, out, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime)
 
 
 def oomlab_command(explicit: str | None) -> str:
@@ -202,6 +204,17 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def cpu_bound(oomlab: Run, grep: Run) -> str:
+    """The CPU the fastest oomlab run used (rg included) and the wall it implies on this machine's cores with
+    perfect overlap: when that alone is over the target, only less CPU can meet it, not better overlap."""
+    cores = os.cpu_count() or 1
+    floor = oomlab.cpu_seconds / cores
+    return (
+        f"CPU of that oomlab run: {oomlab.cpu_seconds:.3f} s (user + system, rg included); on {cores} cores no "
+        f"overlap can bring it under {floor:.3f} s wall, ratio {floor / grep.seconds:.2f}"
+    )
+
+
 def python_speed() -> float:
     """Milliseconds for a million-step pure-Python loop: how fast this shared machine runs Python now."""
     start, total = time.perf_counter(), 0
@@ -245,6 +258,7 @@ def bench(exe: str, workdir: Path, size_mb: int, seed: int, runs: int = 3) -> in
         print("note: PYTHONDONTWRITEBYTECODE is set: modules without a .pyc yet are compiled at every start")
     print(f"ratio = oomlab / grep = {ratio:.2f} (target <= {TARGET_RATIO:g})")
     print(f"peak RSS of the oomlab side: {oomlab.peak_rss_mib:.0f} MiB")
+    print(cpu_bound(oomlab, grep))
     print(f"(a million-step Python loop took {python_speed():.0f} ms: higher means slower Python now)")
     ok = ratio <= TARGET_RATIO and found == planted and loaded == planted
     return 0 if ok else 1
