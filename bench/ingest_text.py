@@ -205,9 +205,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cpu_bound(oomlab: Run, grep: Run) -> str:
-    """The CPU the fastest oomlab run used (rg included) and the wall it implies on this machine's cores with
-    perfect overlap: when that alone is over the target, only less CPU can meet it, not better overlap."""
-    cores = os.cpu_count() or 1
+    """The CPU the fastest oomlab run used (rg included) and the wall it implies with perfect overlap on the
+    cores this process may run on: when that alone is over the target, only less CPU can meet it."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     floor = oomlab.cpu_seconds / cores
     return (
         f"CPU of that oomlab run: {oomlab.cpu_seconds:.3f} s (user + system, rg included); on {cores} cores no "
