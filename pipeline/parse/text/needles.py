@@ -30,7 +30,7 @@ SAMPLE_PIECE_BYTES = 32 << 10
 # rg's SIMD search by ~7 ms per GiB (27 literals 0.37 s, one 0.19 s), and each hit that holds no marker
 # costs ~2 us (rg prints it, Python reads and checks it). The price of a literal is not flat: Teddy's buckets
 # fill, so each one costs more the more there are (covers of 29-55 rare needles of the bench's log took
-# 0.28-1.06 s per GiB, the 39 chosen here 0.41-0.46 s, one literal 0.12 s, on 2026-12-03). A higher flat price picks
+# 0.28-1.06 s per GiB, the 39 chosen here 0.39-0.46 s, one literal 0.12 s, on 2026-12-03). A higher flat price picks
 # fewer needles with more false hits: rg got faster, Python slower, and the whole ingest no faster in turns.
 PATTERN_COST_S = 0.007
 FALSE_HIT_COST_S = 2e-6
