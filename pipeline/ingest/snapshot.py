@@ -1,4 +1,5 @@
-"""Snapshots: read safely, load the snapshot tables, and one oom_events row per `oom` trace entry."""
+"""Snapshots: read safely, the trace streamed into the snapshot tables as it is read, and one oom_events row per
+`oom` trace entry."""
 
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ import duckdb
 from ..config import IngestOptions
 from ..errors import InputError
 from ..load import tables as load
-from ..load.snapshot import SnapshotLabels, insert_snapshot
+from ..load.snapshot import SnapshotLabels, load_snapshot
 from ..load.sql import run_file
-from ..parse.snapshot.read import read_snapshot
 
 
 def ingest_snapshot(
@@ -19,11 +19,10 @@ def ingest_snapshot(
 ) -> tuple[int, int]:
     """Load one snapshot file; returns (rows, rejects) where rows counts blocks plus trace events. A snapshot
     too deep or too large to take in is this file's one-line error, never the end of the whole ingest."""
+    snapshot_id = int(load.scalar(con, "SELECT nextval('snapshot_ids')"))  # type: ignore[arg-type]
+    labels = SnapshotLabels(options.instance_for(path), options.model_version, options.tags)
     try:
-        data = read_snapshot(path)
-        snapshot_id = int(load.scalar(con, "SELECT nextval('snapshot_ids')"))  # type: ignore[arg-type]
-        labels = SnapshotLabels(options.instance_for(path), options.model_version, options.tags)
-        insert_snapshot(con, data, snapshot_id, source_id, labels)
+        meta = load_snapshot(con, path, snapshot_id, source_id, labels)
     except RecursionError as exc:
         raise InputError(str(path), "not a PyTorch memory snapshot: it nests deeper than can be walked") from exc
     except MemoryError as exc:
@@ -31,4 +30,4 @@ def ingest_snapshot(
             str(path), "not a PyTorch memory snapshot: it needs more memory than this machine has"
         ) from exc
     run_file(con, "insert_snapshot_ooms", {"source_id": source_id, "snapshot_id": snapshot_id})
-    return data.blocks.num_rows + data.trace_events.num_rows, 0
+    return meta.block_count + meta.trace_event_count, 0

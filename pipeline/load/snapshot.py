@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
-from ..parse.snapshot.read import SnapshotData
+from ..parse.snapshot.read import SnapshotData, SnapshotMeta, read_snapshot
+from .connection import connect
 from .sql import apply_schema, run_file
+from .trace_writer import TraceWriter
 
 # Tables filled from the SnapshotData attribute of the same name (snapshot_ooms from `ooms`); the Arrow
 # column names are the SQL column names.
@@ -27,6 +32,21 @@ class SnapshotLabels:
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
+def load_snapshot(
+    con: duckdb.DuckDBPyConnection,
+    path: str | Path,
+    snapshot_id: int,
+    source_id: int | None = None,
+    labels: SnapshotLabels | None = None,
+) -> SnapshotMeta:
+    """Read the snapshot at `path` into the database under `snapshot_id`, its trace streamed in as it is read
+    (so memory holds a chunk of it, not the whole); its facts. Run it in a transaction: a file that fails
+    half-way leaves rows behind that its rollback removes."""
+    data = read_snapshot(path, TraceWriter(con, snapshot_id))
+    insert_snapshot(con, data, snapshot_id, source_id, labels)
+    return data.meta
+
+
 def insert_snapshot(
     con: duckdb.DuckDBPyConnection,
     data: SnapshotData,
@@ -34,11 +54,14 @@ def insert_snapshot(
     source_id: int | None = None,
     labels: SnapshotLabels | None = None,
 ) -> None:
-    """Insert one snapshot's tables under `snapshot_id`, straight from Arrow (no row-by-row Python)."""
+    """Insert one snapshot's tables under `snapshot_id`, straight from Arrow (no row-by-row Python); a trace
+    already streamed in (`trace_events` None) is left as it is."""
     labels = labels or SnapshotLabels()
     run_file(con, "insert_snapshot", _snapshot_row(data, snapshot_id, source_id, labels))
     for table in DETAIL_TABLES:
-        _insert_arrow(con, table, getattr(data, _SOURCE_ATTR.get(table, table)), snapshot_id)
+        rows = getattr(data, _SOURCE_ATTR.get(table, table))
+        if rows is not None:
+            _insert_arrow(con, table, rows, snapshot_id)
 
 
 def delete_source_snapshots(con: duckdb.DuckDBPyConnection, source_id: int) -> None:
@@ -53,11 +76,24 @@ def delete_source_snapshots(con: duckdb.DuckDBPyConnection, source_id: int) -> N
 
 
 def inspect_connection(data: SnapshotData, snapshot_id: int = 1) -> duckdb.DuckDBPyConnection:
-    """An in-memory database holding the schema and this one snapshot: what `snapshot inspect` queries."""
+    """An in-memory database holding the schema and this one snapshot, already read whole."""
     con = duckdb.connect(":memory:")
     apply_schema(con)
     insert_snapshot(con, data, snapshot_id)
     return con
+
+
+@contextmanager
+def scratch_database() -> Iterator[duckdb.DuckDBPyConnection]:
+    """A database of oomlab's schema in a temporary directory, removed on exit: what `snapshot inspect` and
+    `diff` load their files into. A file, not `:memory:`, so that DuckDB keeps to oomlab's memory limit and
+    spills the trace to disk rather than holding every row of it."""
+    with tempfile.TemporaryDirectory(prefix="oomlab-snapshot-") as scratch:
+        con = connect(Path(scratch) / "snapshots.duckdb")
+        try:
+            yield con
+        finally:
+            con.close()
 
 
 def _insert_arrow(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table, snapshot_id: int) -> None:

@@ -12,9 +12,7 @@ import duckdb
 import polars as pl
 
 from ...errors import InputError
-from ...load.snapshot import insert_snapshot, inspect_connection
-from ...load.sql import apply_schema
-from ...parse.snapshot.read import read_snapshot
+from ...load.snapshot import load_snapshot, scratch_database
 from .leaks import SUSPECT_COLUMNS, leak_judgement
 from .ooms import oom_moments
 from .series import order_snapshots, series_dict
@@ -56,22 +54,19 @@ def inspect_snapshot(
     top: int = 10,
     device_total_bytes: int | None = None,
 ) -> dict[str, Any]:
-    """Read one snapshot, or several of one process, into an in-memory database and return every analysis of
+    """Read one snapshot, or several of one process, into a scratch database and return every analysis of
     the newest (docs/schema.md); several are ordered oldest first by their trace times (else as given), and
     the growth across them is judged and returned as `series`."""
     files = [paths] if isinstance(paths, (str, Path)) else list(paths)
     if not files:
         raise InputError("snapshot inspect", "no snapshot file given", hint="name one or more snapshot files")
-    con = inspect_connection(read_snapshot(files[0]))
-    try:
-        for snapshot_id, path in enumerate(files[1:], start=2):
-            insert_snapshot(con, read_snapshot(path), snapshot_id)
+    with scratch_database() as con:
+        for snapshot_id, path in enumerate(files, start=1):
+            load_snapshot(con, path, snapshot_id)
         ordered = order_snapshots(con, range(1, len(files) + 1))
         return inspect_database(
             con, ordered[-1], requested_bytes, top=top, device_total_bytes=device_total_bytes, series=ordered
         )
-    finally:
-        con.close()
 
 
 def inspect_database(
@@ -123,14 +118,10 @@ def inspect_database(
 
 def diff_snapshots(path_a: str | Path, path_b: str | Path, *, top: int = 20) -> dict[str, Any]:
     """What changed from snapshot A to snapshot B: per-site bytes and blocks, segments added and removed."""
-    con = duckdb.connect(":memory:")
-    try:
-        apply_schema(con)
-        insert_snapshot(con, read_snapshot(path_a), 1)
-        insert_snapshot(con, read_snapshot(path_b), 2)
+    with scratch_database() as con:
+        load_snapshot(con, path_a, 1)
+        load_snapshot(con, path_b, 2)
         return diff_database(con, 1, 2, top=top)
-    finally:
-        con.close()
 
 
 def diff_database(con: duckdb.DuckDBPyConnection, before_id: int, after_id: int, *, top: int = 20) -> dict[str, Any]:

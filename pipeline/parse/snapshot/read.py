@@ -15,11 +15,11 @@ from ...errors import InputError
 from ..compression import open_binary
 from .legacy import snapshot_root
 from .limits import Budget, JsonBudget, kind_of, plain_json
-from .safe_pickle import failure_detail, gc_paused, load_plain_pickle_sized, read_start, stream_plain_pickle
+from .safe_pickle import EndRead, failure_detail, gc_paused, load_plain_pickle_sized, read_start, stream_plain_pickle
 from .segments import segment_tables
 from .sniff import sniff_snapshot
 from .stacks import StackInterner, stack_tables
-from .stream import TraceChunks, Traces, devices_of, first_seen_order
+from .stream import TraceChunks, Traces, TraceSink, TraceSummary, devices_of
 from .trace import INT_KEYS, trace_tables
 
 
@@ -55,44 +55,56 @@ class SnapshotMeta:
 
 @dataclass(frozen=True)
 class SnapshotData:
-    """A snapshot as tables: segments, blocks, trace_events, stacks, frames and ooms (see docs)."""
+    """A snapshot as tables: segments, blocks, trace_events, stacks, frames and ooms (see docs);
+    `trace_events` is None where the trace was streamed into a TraceSink instead."""
 
     meta: SnapshotMeta
     segments: pa.Table
     blocks: pa.Table
-    trace_events: pa.Table
+    trace_events: pa.Table | None
     stacks: pa.Table
     frames: pa.Table
     ooms: pa.Table
 
 
-def read_snapshot(path: str | Path) -> SnapshotData:
+def read_snapshot(path: str | Path, trace_sink: TraceSink | None = None) -> SnapshotData:
     """The snapshot at `path` as tables; the raw object is dropped as soon as its columns are built. Every
-    bound on the work (limits.Budget) is taken from the file's decompressed size."""
+    bound on the work (limits.Budget) is taken from the file's decompressed size. With `trace_sink`, a trace
+    the streaming reader takes goes there chunk by chunk (and `trace_events` is None); a file read whole
+    keeps its trace in `trace_events`."""
     name = str(path)
     if sniff_snapshot(read_start(path, 4096)) == "json":
         obj, size = _load_json(path)
         return snapshot_from_object(obj, name, "json", input_bytes=size)
-    streamed = read_snapshot_streaming(path)
+    streamed = read_snapshot_streaming(path, trace_sink)
     if streamed is not None:
         return streamed
     obj, size = load_plain_pickle_sized(path)
     return snapshot_from_object(obj, name, "pickle", input_bytes=size)
 
 
-def read_snapshot_streaming(path: str | Path) -> SnapshotData | None:
+def read_snapshot_streaming(path: str | Path, trace_sink: TraceSink | None = None) -> SnapshotData | None:
     """The snapshot read by the streaming reader, its trace columnarised chunk by chunk as it is read (so the
-    trace's objects never exist all at once); None where that reader is not built or declines the file."""
+    trace's objects never exist all at once), into `trace_sink` where given; None where that reader is not
+    built or declines the file (the sink has then forgotten what it was given)."""
+    try:
+        return _read_streaming(path, trace_sink)
+    except EndRead as exc:  # the sink failed: its own error, not this file's
+        raise exc.__cause__ or exc from None
+
+
+def _read_streaming(path: str | Path, trace_sink: TraceSink | None) -> SnapshotData | None:
     name = str(path)
     interner = StackInterner.empty(name, Budget.for_input(0))
-    chunks = TraceChunks(interner, name)
+    chunks = TraceChunks(interner, name, trace_sink)
     with gc_paused():
         streamed = stream_plain_pickle(path, chunks.add, INT_KEYS)  # StreamDeclined from chunks.add also ends as None
-        if streamed is None:
-            return None
-        root, shapes = snapshot_root(streamed.root, name)
-        devices = devices_of(root, streamed.trace_lists)
-        if devices is None:
+        devices = None
+        if streamed is not None:
+            root, shapes = snapshot_root(streamed.root, name)
+            devices = devices_of(root, streamed.trace_lists)
+        if streamed is None or devices is None:
+            chunks.declined()
             return None
         chunks.budget_through(streamed.input_bytes)  # the segments are interned next, with the whole file's budget
         traces = chunks.tables(devices)
@@ -146,25 +158,16 @@ def _columnarise(
     root: dict[str, Any], name: str, fmt: str, shapes: list[str], budget: Budget, traces: Traces | None = None
 ) -> SnapshotData:
     """The tables of a loaded snapshot; `traces`: its trace tables and their interner where they were built
-    while streaming (the segments' stacks are then interned after the trace's, and renumbered to the order
-    in which a whole load would have met them)."""
-    interner = StackInterner.empty(name, budget) if traces is None else traces.interner
-    segments, blocks = segment_tables(_list(root["segments"], "segments", name), interner, name)
+    while streaming. The trace's stacks are interned before the segments' in both cases, so a streamed file
+    and the same file read whole number their stacks alike."""
     if traces is None:
-        trace_events, ooms = _all_traces(root, interner, name)
-        remap = None
-    else:
-        trace_events, ooms = traces.events, traces.ooms
-        remap = first_seen_order(interner, (blocks, segments, trace_events))
-    merged = interner.merge_equal_stacks()
-    if merged is not None:  # both renumberings at once: one pass over each table's stack ids
-        remap = merged if remap is None else [merged[new_id] for new_id in remap]
-    if remap is not None:
-        segments, blocks, trace_events, ooms = (_remap_stacks(t, remap) for t in (segments, blocks, trace_events, ooms))
-    stacks = interner.stacks
-    meta = _meta(root, name, fmt, shapes, (segments, blocks, trace_events), (ooms.num_rows, len(stacks)), budget)
+        traces = _all_traces(root, StackInterner.empty(name, budget), name)
+    segments, blocks = segment_tables(_list(root["segments"], "segments", name), traces.interner, name)
+    stacks = traces.interner.stacks
+    counts = (traces.ooms.num_rows, len(stacks))
+    meta = _meta(root, name, fmt, shapes, (segments, blocks), traces.summary, counts, budget)
     stacks_table, frames_table = stack_tables(stacks, name, budget)
-    return SnapshotData(meta, segments, blocks, trace_events, stacks_table, frames_table, ooms)
+    return SnapshotData(meta, segments, blocks, traces.events, stacks_table, frames_table, traces.ooms)
 
 
 def _list(value: object, key: str, name: str) -> list[Any]:
@@ -173,7 +176,7 @@ def _list(value: object, key: str, name: str) -> list[Any]:
     return value
 
 
-def _all_traces(root: dict[str, Any], interner: StackInterner, name: str) -> tuple[pa.Table, pa.Table]:
+def _all_traces(root: dict[str, Any], interner: StackInterner, name: str) -> Traces:
     """Trace events of every device, seq numbered across devices; each device's list is freed once read."""
     traces = _list(root.get("device_traces") or [], "device_traces", name)
     events, ooms, first_seq = [], [], 0
@@ -186,15 +189,10 @@ def _all_traces(root: dict[str, Any], interner: StackInterner, name: str) -> tup
         ooms.append(device_ooms)
         first_seq += device_events.num_rows
     if not events:
-        return trace_tables([], 0, 0, interner, name)
-    return pa.concat_tables(events), pa.concat_tables(ooms)
-
-
-def _remap_stacks(table: pa.Table, remap: list[int]) -> pa.Table:
-    """Replace stack ids by their canonical (content-equal) ids."""
-    index = table.schema.get_field_index("stack_id")
-    mapped = pc.take(pa.array(remap, pa.int32()), table["stack_id"])
-    return table.set_column(index, "stack_id", mapped)
+        all_events, all_ooms = trace_tables([], 0, 0, interner, name)
+    else:
+        all_events, all_ooms = pa.concat_tables(events), pa.concat_tables(ooms)
+    return Traces(all_events, all_ooms, interner, TraceSummary.of(all_events))
 
 
 def _meta(
@@ -202,35 +200,35 @@ def _meta(
     name: str,
     fmt: str,
     shapes: list[str],
-    tables: tuple[pa.Table, pa.Table, pa.Table],
+    tables: tuple[pa.Table, pa.Table],
+    trace: TraceSummary,
     counts: tuple[int, int],
     budget: Budget,
 ) -> SnapshotMeta:
     """Totals and labels of the snapshot, from its tables and the few top-level keys. The settings and
     annotations are copied as plain JSON within the budget (they are serialised later, and a shared list
     nested 60 deep would serialise to 2^60 items)."""
-    segments, blocks, events = tables
+    segments, blocks = tables
     oom_count, stack_count = counts
     json_budget = JsonBudget(budget)
     settings = root.get("allocator_settings")
     settings = plain_json(settings, "allocator_settings", name, json_budget) if isinstance(settings, dict) else None
     annotations = plain_json(root.get("external_annotations") or [], "external_annotations", name, json_budget)
-    times = pc.min_max(events["time_us"]).as_py() if events.num_rows else {"min": None, "max": None}
     expandable = bool(pc.any(segments["is_expandable"]).as_py()) or bool((settings or {}).get("expandable_segments"))
     state = blocks["state"]
     return SnapshotMeta(
         path=name,
         format=fmt,
         legacy_shapes=tuple(shapes),
-        devices=tuple(sorted(set(segments["device"].to_pylist()) | set(pc.unique(events["device"]).to_pylist()))),
+        devices=tuple(sorted(set(segments["device"].to_pylist()) | trace.devices)),
         allocator_settings=settings,
         external_annotations=tuple(annotations) if isinstance(annotations, list) else (annotations,),
         expandable_segments=expandable,
-        first_time_us=times["min"],
-        last_time_us=times["max"],
+        first_time_us=trace.first_time_us,
+        last_time_us=trace.last_time_us,
         segment_count=segments.num_rows,
         block_count=blocks.num_rows,
-        trace_event_count=events.num_rows,
+        trace_event_count=trace.rows,
         oom_count=oom_count,
         stack_count=stack_count,
         allocated_bytes=_sum_where(blocks["size"], pc.equal(state, "active_allocated")),

@@ -30,6 +30,12 @@ MAX_STREAMED_OBJECT = CHECK_READS_ABOVE
 TraceBatches = Callable[[int, list[Any], tuple[bytes | None, ...], int], list[Any]]
 
 
+class EndRead(Exception):
+    """Raised by on_batch, from the failure that ends the streaming read, where that failure is not the
+    file's (the database a batch is written to, say): it reaches the caller instead of the file being read
+    again whole, as any other exception of on_batch has it."""
+
+
 @dataclass(frozen=True)
 class StreamedPickle:
     """What the streaming reader leaves: the object without its trace entries, the (emptied) trace lists in
@@ -115,7 +121,7 @@ def stream_plain_pickle(
     keep (a later entry may name the same list). None where that reader is not built, or declines the file
     (anything but plain data, a corrupt stream, a trace entry referenced twice): the caller then reads it
     with `load_plain_pickle_sized`, whose messages say what is wrong. An InputError raised by `on_batch` or
-    by the input ends the read."""
+    by the input, and an EndRead raised by `on_batch`, end the read."""
     if _stream is None:
         return None
     try:
@@ -127,7 +133,7 @@ def stream_plain_pickle(
                 int_keys,
             )
             return StreamedPickle(root, trace_lists, checked.position)
-    except InputError:
+    except (InputError, EndRead):
         raise
     except Exception:  # why: the full reader reads the file again and names what is wrong
         return None

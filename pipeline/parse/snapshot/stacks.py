@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -76,7 +76,10 @@ NO_STACK = "<no stack>"
 
 @dataclass
 class StackInterner:
-    """Gives each distinct frames list a dense stack id; lists compare by content, shared dicts by id.
+    """Gives each distinct frames list a dense stack id, in the order the lists are first met; lists compare by
+    content, shared dicts by id. A list equal by content to a known stack (filename, name, line of each frame)
+    but built of other frame dicts, as a JSON snapshot and some pickles have them, gets that stack's id as it
+    is met, so every id is final when given and a streamed trace is never renumbered.
 
     Every list that becomes a stack is checked first (a list of dicts of text and numbers, text cut to
     MAX_TEXT in place, so a frame the pickle stores once is cut once): later lists are compared against
@@ -88,6 +91,7 @@ class StackInterner:
     _candidates: dict[object, list[tuple[list[Frame], int]]]
     name: str = "<snapshot>"
     comparisons_left: int = Budget.for_input(None).frame_comparisons
+    _by_content: dict[tuple[tuple[Any, ...], ...], int] = field(default_factory=dict)
 
     @classmethod
     def empty(cls, name: str = "<snapshot>", budget: Budget | None = None) -> StackInterner:
@@ -126,9 +130,12 @@ class StackInterner:
         return out
 
     def _add(self, frames: list[Frame], key: object, bucket: list[tuple[list[Frame], int]] | None) -> int:
+        """The id of a list not met before: a known stack's where the content is equal, else a new one. The
+        content key is built once per distinct list object, each of which the input had to spell out."""
         check_frames(frames, self.name)
-        stack_id = len(self.stacks)
-        self.stacks.append(frames)
+        stack_id = self._by_content.setdefault(_frames_key(frames), len(self.stacks))
+        if stack_id == len(self.stacks):
+            self.stacks.append(frames)
         if bucket is None:
             self._candidates[key] = [(frames, stack_id)]
         else:
@@ -141,20 +148,6 @@ class StackInterner:
             "not a PyTorch memory snapshot: its frames lists are shared so often that matching them would take "
             f"more frame comparisons than the file's size allows ({FRAME_COMPARISONS_PER_BYTE} per byte)",
         )
-
-    def merge_equal_stacks(self) -> list[int] | None:
-        """Merge stacks equal by content but not by frame identity (JSON has no sharing): keeps the first of
-        each, renumbered densely, and returns the old-id -> new-id map; None when nothing was merged."""
-        new_ids: dict[tuple[tuple[Any, ...], ...], int] = {}
-        remap = [new_ids.setdefault(_frames_key(frames), len(new_ids)) for frames in self.stacks]
-        if len(new_ids) == len(remap):
-            return None
-        kept: dict[int, list[Frame]] = {}
-        for frames, new_id in zip(self.stacks, remap, strict=True):
-            kept.setdefault(new_id, frames)
-        self.stacks[:] = [kept[i] for i in range(len(new_ids))]
-        self._candidates.clear()
-        return remap
 
 
 def check_frames(frames: object, name: str) -> None:

@@ -1,17 +1,19 @@
 """The trace of a snapshot pickle columnarised as the streaming reader (_stream.c) hands it over, chunk by
-chunk, and numbered exactly as a whole load numbers it (devices, seq, stack ids)."""
+chunk, and numbered exactly as a whole load numbers it (devices, seq, stack ids). The chunks are kept, or
+handed to a TraceSink (the database) so that the trace is never held whole."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .limits import FRAME_COMPARISONS_PER_BYTE
+from .safe_pickle import EndRead
 from .stacks import Frame, StackInterner
 from .trace import INT_KEYS, trace_tables
 
@@ -20,13 +22,64 @@ class StreamDeclined(Exception):
     """The streamed trace cannot be numbered as a whole load would number it: read the file whole."""
 
 
+class TraceSink(Protocol):
+    """Where a streamed trace's events go instead of memory (load.snapshot.TraceWriter: the database)."""
+
+    def write(self, events: pa.Table) -> None:
+        """One chunk of trace_events rows, final but for `device`, which holds the trace list's ordinal."""
+
+    def finish(self, devices: list[int]) -> None:
+        """Every chunk is written: `devices[ordinal]` is the device index of each streamed list."""
+
+    def discard(self) -> None:
+        """The stream was declined (the file is read whole instead): forget every chunk written."""
+
+
+@dataclass(frozen=True)
+class TraceSummary:
+    """What the `snapshots` row says of a trace: its rows, time range and devices."""
+
+    rows: int = 0
+    first_time_us: int | None = None
+    last_time_us: int | None = None
+    devices: frozenset[int] = frozenset()
+
+    @classmethod
+    def of(cls, events: pa.Table) -> TraceSummary:
+        if not events.num_rows:
+            return cls()
+        times = pc.min_max(events["time_us"]).as_py()
+        devices = frozenset(pc.unique(events["device"]).to_pylist())
+        return cls(events.num_rows, times["min"], times["max"], devices)
+
+    def plus(self, other: TraceSummary) -> TraceSummary:
+        return TraceSummary(
+            self.rows + other.rows,
+            _least(self.first_time_us, other.first_time_us, min),
+            _least(self.last_time_us, other.last_time_us, max),
+            self.devices | other.devices,
+        )
+
+    def on_devices(self, devices: list[int]) -> TraceSummary:
+        """The summary with each list ordinal replaced by its device index."""
+        return TraceSummary(
+            self.rows, self.first_time_us, self.last_time_us, frozenset(devices[d] for d in self.devices)
+        )
+
+
+def _least(a: int | None, b: int | None, pick: Any) -> int | None:
+    return b if a is None else a if b is None else pick(a, b)
+
+
 @dataclass(frozen=True)
 class Traces:
-    """Trace tables built while streaming, and the interner that numbered their stacks."""
+    """Trace tables built while streaming, and the interner that numbered their stacks; `events` is None
+    where they went to a TraceSink."""
 
-    events: pa.Table
+    events: pa.Table | None
     ooms: pa.Table
     interner: StackInterner
+    summary: TraceSummary
 
 
 class TraceChunks:
@@ -37,9 +90,10 @@ class TraceChunks:
     # frames list), while each column pass still runs over enough entries to amortise its per-call cost.
     CHUNK_ENTRIES = 1 << 16
 
-    def __init__(self, interner: StackInterner, name: str) -> None:
+    def __init__(self, interner: StackInterner, name: str, sink: TraceSink | None = None) -> None:
         self.interner = interner
         self._name = name
+        self._sink = sink
         self._pending: list[dict[str, Any]] = []
         self._pending_stacks: list[int] = []
         self._pending_columns: list[tuple[bytes | None, ...]] = []
@@ -48,6 +102,7 @@ class TraceChunks:
         self._bytes_budgeted = 0
         self._events: list[pa.Table] = []
         self._ooms: list[pa.Table] = []
+        self._summary = TraceSummary()
 
     def add(
         self, ordinal: int, entries: list[dict[str, Any]], columns: tuple[bytes | None, ...], bytes_read: int
@@ -85,22 +140,37 @@ class TraceChunks:
         )
         self._pending, self._pending_stacks, self._pending_columns = [], [], []
         self._seq += events.num_rows
-        self._events.append(events)
+        self._summary = self._summary.plus(TraceSummary.of(events))
         self._ooms.append(ooms)
+        if self._sink is None:
+            self._events.append(events)
+            return
+        try:
+            self._sink.write(events)
+        except Exception as exc:  # why: the sink's failure is not the file's; reading it whole would hide it
+            raise EndRead from exc
+
+    def declined(self) -> None:
+        """The file is read whole after all: the sink forgets what it was given."""
+        if self._sink is not None and self._seq:
+            self._sink.discard()
 
     def tables(self, devices: list[int]) -> Traces:
         """The trace tables, each row's device the index (in `device_traces`) of list `ordinal`."""
         self._flush()
-        if not self._events:
+        summary = self._summary.on_devices(devices)
+        if not self._seq:
             events, ooms = trace_tables([], 0, 0, self.interner, self._name)
-            return Traces(events, ooms, self.interner)
+            return Traces(None if self._sink else events, ooms, self.interner, summary)
+        ooms = _on_devices(pa.concat_tables(self._ooms), devices)
+        self._ooms = []
+        if self._sink is not None:
+            self._sink.finish(devices)
+            return Traces(None, ooms, self.interner, summary)
         # one action dictionary for all chunks, in the order a whole load meets the actions
-        events, ooms = pa.concat_tables(self._events).unify_dictionaries(), pa.concat_tables(self._ooms)
-        self._events, self._ooms = [], []
-        if devices != list(range(len(devices))):
-            device_of = pa.array(devices, pa.int32())
-            events, ooms = (_set_device(t, device_of) for t in (events, ooms))
-        return Traces(events, ooms, self.interner)
+        events = _on_devices(pa.concat_tables(self._events).unify_dictionaries(), devices)
+        self._events = []
+        return Traces(events, ooms, self.interner, summary)
 
 
 def _joined(batches: list[tuple[bytes | None, ...]], k: int) -> np.ndarray | None:
@@ -111,9 +181,12 @@ def _joined(batches: list[tuple[bytes | None, ...]], k: int) -> np.ndarray | Non
     return np.frombuffer(b"".join(parts), np.int64)  # type: ignore[arg-type]
 
 
-def _set_device(table: pa.Table, device_of: pa.Array) -> pa.Table:
+def _on_devices(table: pa.Table, devices: list[int]) -> pa.Table:
+    """`table` with its `device` column (list ordinals) mapped to device indices."""
+    if devices == list(range(len(devices))):
+        return table
     index = table.schema.get_field_index("device")
-    return table.set_column(index, "device", pc.take(device_of, table["device"]))
+    return table.set_column(index, "device", pc.take(pa.array(devices, pa.int32()), table["device"]))
 
 
 def devices_of(root: dict[str, Any], trace_lists: list[list[Any]]) -> list[int] | None:
@@ -129,18 +202,3 @@ def devices_of(root: dict[str, Any], trace_lists: list[list[Any]]) -> list[int] 
     if -1 in devices or any(trace and id(trace) not in streamed for trace in traces):
         return None
     return devices
-
-
-def first_seen_order(interner: StackInterner, tables: tuple[pa.Table, ...]) -> list[int] | None:
-    """Renumber stacks in the order their first row appears across `tables` (blocks, segments, trace: the
-    order a whole load interns them), reordering the interner's stacks; the old-id -> new-id map, or None
-    when the numbering is already that order."""
-    ids = pa.chunked_array([chunk for t in tables for chunk in t["stack_id"].chunks], pa.int32())
-    order = pc.unique(ids).to_pylist()
-    if order == list(range(len(order))):
-        return None
-    remap = [0] * len(interner.stacks)
-    for new_id, old_id in enumerate(order):
-        remap[old_id] = new_id
-    interner.stacks[:] = [interner.stacks[old_id] for old_id in order]
-    return remap
