@@ -9,6 +9,7 @@ from datetime import datetime
 import polars as pl
 import pytest
 
+from oomlab.analyses.snapshot.leak_trace import site_activity
 from oomlab.analyses.snapshot.leaks import leak_suspects, site_growth
 from oomlab.analyses.snapshot.ooms import oom_moments
 from oomlab.analyses.snapshot.sites import allocation_sites, site_stacks
@@ -146,6 +147,38 @@ def test_timeline_ends_at_the_final_state_and_marks_ooms() -> None:
     assert replay.event_count == 60000 and replay.points.height <= 320
     assert replay.points["is_oom"].sum() == 2 and len(replay.oom_times_us) == 2
     assert replay.points["allocated_bytes"].max() == replay.peak_allocated_bytes
+
+
+@pytest.mark.parametrize(("scenario", "batch_rows"), [("serve_leak", 7001), ("model_swap", 999), ("serve_mixed", 97)])
+def test_timeline_in_batches_equals_the_whole_replay(scenario: str, batch_rows: int) -> None:
+    """Replayed batch by batch (memory bounded by a batch), the timeline is the whole trace's: the same
+    points, peaks, start, end and OOMs as downsampling the replay of every event at once."""
+    con = case_db(scenario)
+    full, start = replay(con, 1, 0)
+    batched = timeline(con, 1, max_points=300, batch_rows=batch_rows)
+    assert batched is not None and batched.event_count == full.height > 300
+    assert batched.points.equals(downsample(full, 300))
+    for column in ("allocated_bytes", "reserved_bytes"):
+        label = column.removesuffix("_bytes")
+        assert getattr(batched, f"start_{column}") == start[column]
+        assert getattr(batched, f"final_{column}") == full[column][-1]
+        first_peak = full.row(int(full[column].arg_max() or 0), named=True)
+        assert getattr(batched, f"peak_{column}") == max(first_peak[column], start[column])
+        if first_peak[column] >= start[column]:
+            assert getattr(batched, f"peak_{label}_time_us") == first_peak["time_us"]
+    assert list(batched.oom_times_us) == full.filter(pl.col("is_oom"))["time_us"].to_list()
+
+
+@pytest.mark.parametrize(("scenario", "batch_rows"), [("serve_leak", 3001), ("model_swap", 333)])
+def test_site_activity_in_batches_equals_one_batch(scenario: str, batch_rows: int) -> None:
+    """The leak judgement's trace evidence, carried batch to batch, is what one pass over the whole trace gives."""
+    con = case_db(scenario)
+    whole, batched = site_activity(con, 1, 10), site_activity(con, 1, 10, batch_rows=batch_rows)
+    assert batched.event_count == whole.event_count > 10 * batch_rows
+    assert batched.frees_older == whole.frees_older
+    assert batched.growth.sort("site").equals(whole.growth.sort("site"))
+    assert batched.activity.sort("site").equals(whole.activity.sort("site"))
+    assert whole.growth["growth_bytes"].abs().sum() > 0 and whole.activity["trace_allocs"].sum() > 0
 
 
 def test_downsample_keeps_peaks_dips_and_ooms() -> None:

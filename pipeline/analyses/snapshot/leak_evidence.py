@@ -1,6 +1,6 @@
 """What a snapshot shows about each allocation site's live memory, for telling a leak from weights and pools:
-the call path of its blocks, how many shapes and rounds of blocks it holds, how much predates the trace, and
-what the visible trace did there."""
+the call path of its blocks, how many shapes and rounds of blocks it holds, and how much predates the trace
+(what the visible trace did there: `leak_trace`)."""
 
 from __future__ import annotations
 
@@ -81,16 +81,6 @@ def site_shapes(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> pl.DataFram
         schema={"site": pl.String, "shapes": pl.Int64, "round_blocks": pl.Int64, "largest_round_bytes": pl.Int64},
     )
     return paths.join(counts, on="site")
-
-
-def trace_activity(events: pl.DataFrame) -> pl.DataFrame:
-    """Per site, what the visible trace did there: allocations, and bytes freed of blocks older than it."""
-    if events.is_empty():
-        return pl.DataFrame(schema={"site": pl.String, "trace_allocs": pl.Int64, "older_freed_bytes": pl.Int64})
-    return events.group_by("site").agg(
-        pl.col("is_alloc").sum().cast(pl.Int64).alias("trace_allocs"),
-        (-pl.col("delta")).filter(pl.col("frees_older")).sum().cast(pl.Int64).alias("older_freed_bytes"),
-    )
 
 
 def _gcd_of(counts: list[int]) -> int:

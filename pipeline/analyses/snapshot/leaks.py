@@ -14,9 +14,9 @@ from collections.abc import Sequence
 import duckdb
 import polars as pl
 
-from ...load.sql import sql_text
 from ...parse.snapshot.stacks import NO_STACK
-from .leak_evidence import floor_bytes, site_live, site_shapes, trace_activity
+from .leak_evidence import floor_bytes, site_live, site_shapes
+from .leak_trace import SiteActivity, site_activity
 from .leak_verdict import Basis, judge
 from .series import series_growth
 
@@ -46,17 +46,13 @@ def site_growth(
     con: duckdb.DuckDBPyConnection,
     snapshot_id: int,
     windows: int = DEFAULT_WINDOWS,
-    events: pl.DataFrame | None = None,
+    activity: SiteActivity | None = None,
 ) -> pl.DataFrame:
     """Per site: baseline growth over equal time windows of the trace (frees counted against the site
     that allocated the block), the number of rising window steps, and the live bytes and ages at the end."""
-    events = _events(con, snapshot_id) if events is None else events
+    activity = site_activity(con, snapshot_id, windows) if activity is None else activity
     live = site_live(con, snapshot_id)
-    if events.is_empty():
-        growth = pl.DataFrame(schema={"site": pl.String, "growth_bytes": pl.Int64, "rising_windows": pl.Int64})
-    else:
-        growth = _baseline_growth(events, windows)
-    joined = live.join(growth, on="site", how="full", coalesce=True)
+    joined = live.join(activity.growth, on="site", how="full", coalesce=True)
     return joined.with_columns(
         pl.col("growth_bytes").fill_null(0),
         pl.col("rising_windows").fill_null(0),
@@ -64,7 +60,7 @@ def site_growth(
         pl.col("live_blocks").fill_null(0),
         pl.col("before_trace_bytes").fill_null(0),
         pl.col("before_trace_blocks").fill_null(0),
-        pl.lit(windows - 1 if not events.is_empty() else 0).alias("window_steps"),
+        pl.lit(windows - 1 if activity.event_count else 0).alias("window_steps"),
     ).sort("growth_bytes", "live_bytes", descending=True)
 
 
@@ -72,13 +68,13 @@ def site_evidence(
     con: duckdb.DuckDBPyConnection, snapshot_id: int, windows: int = DEFAULT_WINDOWS, series: Sequence[int] = ()
 ) -> tuple[pl.DataFrame, Basis]:
     """Every site with live memory and all the evidence `judge` weighs, and what the judgement rests on."""
-    events = _events(con, snapshot_id)
+    activity = site_activity(con, snapshot_id, windows)
     allocated = _allocated_bytes(con, snapshot_id)
     evidence = (
-        site_growth(con, snapshot_id, windows, events)
+        site_growth(con, snapshot_id, windows, activity)
         .filter(pl.col("live_bytes") > 0)
         .join(site_shapes(con, snapshot_id), on="site", how="left")
-        .join(trace_activity(events), on="site", how="left")
+        .join(activity.activity, on="site", how="left")
         .with_columns(
             pl.col("path").fill_null("unknown"),
             pl.col("shapes").fill_null(0),
@@ -93,7 +89,7 @@ def site_evidence(
     if len(ordered) > 1:
         evidence = evidence.join(_series_columns(con, ordered), on="site", how="left")
     no_stack = int(evidence.filter(pl.col("site") == NO_STACK)["live_bytes"].sum())
-    basis = Basis(_trace_basis(events, evidence), len(ordered), floor_bytes(allocated), no_stack)
+    basis = Basis(_trace_basis(activity, evidence), len(ordered), floor_bytes(allocated), no_stack)
     return evidence, basis
 
 
@@ -121,23 +117,19 @@ def leak_judgement(
     return suspects.sort(["confidence", "live_bytes", "site"], descending=[True, True, False]), basis
 
 
-def _events(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> pl.DataFrame:
-    return con.sql(sql_text("q_snapshot_leaks_events"), params={"snapshot_id": snapshot_id}).pl()
-
-
 def _allocated_bytes(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> int:
     query = "SELECT allocated_bytes FROM stg_snapshots WHERE snapshot_id = $snapshot_id"
     rows = con.sql(query, params={"snapshot_id": snapshot_id}).fetchall()
     return int(rows[0][0] or 0) if rows else 0
 
 
-def _trace_basis(events: pl.DataFrame, evidence: pl.DataFrame) -> str:
+def _trace_basis(activity: SiteActivity, evidence: pl.DataFrame) -> str:
     """Whether a trace exists, and whether it began after some live block was allocated (a wrapped ring, or
     history turned on late) or freed a block it never saw allocated."""
-    if events.is_empty():
+    if not activity.event_count:
         return "none"
     older_live = int(evidence["before_trace_blocks"].sum()) if evidence.height else 0
-    return "wrapped" if older_live > 0 or bool(events["frees_older"].any()) else "whole"
+    return "wrapped" if older_live > 0 or activity.frees_older else "whole"
 
 
 def _series_columns(con: duckdb.DuckDBPyConnection, ordered: list[int]) -> pl.DataFrame:
@@ -148,30 +140,4 @@ def _series_columns(con: duckdb.DuckDBPyConnection, ordered: list[int]) -> pl.Da
         pl.col("growth_bytes").alias("series_growth_bytes"),
         pl.col("steps").alias("series_steps"),
         pl.col("grew").alias("series_grew"),
-    )
-
-
-def _baseline_growth(events: pl.DataFrame, windows: int) -> pl.DataFrame:
-    """Growth of each site's windowed minimum of live bytes, from the first window to the last."""
-    x = pl.coalesce("time_us", "seq").cast(pl.Float64)
-    binned = events.sort("seq").with_columns(
-        ((x - x.min()) / (x.max() - x.min() + 1) * windows).floor().cast(pl.Int64).alias("window"),
-        pl.col("delta").cum_sum().over("site").alias("live"),
-    )
-    per_window = binned.group_by("site", "window").agg(
-        pl.col("live").min().alias("low"), pl.col("live").last().alias("end")
-    )
-    grid = binned.select("site").unique().join(pl.DataFrame({"window": range(windows)}), how="cross")
-    filled = (
-        grid.join(per_window, on=["site", "window"], how="left")
-        .sort("site", "window")
-        .with_columns(
-            # The value entering a window is where the previous one ended (0 before the first event).
-            pl.col("end").forward_fill().shift(1).over("site").fill_null(0).alias("entering")
-        )
-    )
-    baseline = filled.with_columns(pl.min_horizontal("low", "entering").alias("baseline"))
-    return baseline.group_by("site").agg(
-        (pl.col("baseline").last() - pl.col("baseline").first()).alias("growth_bytes"),
-        (pl.col("baseline").diff() > 0).sum().cast(pl.Int64).alias("rising_windows"),
     )
