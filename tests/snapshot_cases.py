@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,16 @@ def case_db(scenario: str, name: str = "snapshot_end") -> duckdb.DuckDBPyConnect
 def raw_case(scenario: str, name: str = "snapshot_end") -> Any:
     """A fresh copy of the raw snapshot object (safe unpickler), to derive other shapes from."""
     return load_plain_pickle(snapshot_path(scenario, name))
+
+
+def repeated_trace_pickle(scenario: str, copies: int, path: Path) -> Path:
+    """A pickle of the real capture with device 0's trace repeated `copies` times, each copy with new entry dicts
+    and frames lists and the frame dicts shared, as torch writes them: a longer trace of the real shape."""
+    raw = raw_case(scenario)
+    base = raw["device_traces"][0]
+    raw["device_traces"][0] = [dict(e, frames=list(e["frames"])) for _ in range(copies) for e in base]
+    path.write_bytes(pickle.dumps(raw, protocol=4))
+    return path
 
 
 def cut_trace(scenario: str, name: str, fraction: float) -> Any:

@@ -26,7 +26,7 @@ from oomlab.parse.snapshot.read import read_snapshot, snapshot_from_object
 from oomlab.parse.snapshot.safe_pickle import load_plain_pickle_sized
 from oomlab.parse.snapshot.stream import TraceChunks
 
-from snapshot_cases import raw_case, snapshot_path
+from snapshot_cases import raw_case, repeated_trace_pickle, snapshot_path
 
 pytestmark = pytest.mark.skipif(
     safe_pickle._stream is None and os.environ.get("OOMLAB_REQUIRE_NATIVE") != "1",
@@ -116,12 +116,7 @@ def test_the_arrow_memory_held_is_bounded_by_a_chunk(con: duckdb.DuckDBPyConnect
     """serve_leak's 60,000-entry trace repeated 6x (360,000 entries, new dicts and frames lists per copy):
     while it streams in, Arrow never holds more than a chunk or two, a small fraction of the trace_events
     table a whole read builds."""
-    raw = raw_case("serve_leak")
-    base = raw["device_traces"][0]
-    raw["device_traces"][0] = [dict(e, frames=list(e["frames"])) for _ in range(6) for e in base]
-    path = tmp_path / "repeated.pickle"
-    path.write_bytes(pickle.dumps(raw, protocol=4))
-    del raw, base
+    path = repeated_trace_pickle("serve_leak", 6, tmp_path / "repeated.pickle")
     held: list[int] = []
 
     class Measuring(TraceWriter):

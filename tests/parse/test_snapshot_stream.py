@@ -28,7 +28,7 @@ from oomlab.parse.snapshot import safe_pickle
 from oomlab.parse.snapshot.read import SnapshotData, read_snapshot, read_snapshot_streaming, snapshot_from_object
 from oomlab.parse.snapshot.safe_pickle import load_plain_pickle_sized
 
-from snapshot_cases import SNAPSHOTS, raw_case, read_case, snapshot_path
+from snapshot_cases import SNAPSHOTS, raw_case, read_case, repeated_trace_pickle, snapshot_path
 
 native = pytest.mark.skipif(
     safe_pickle._stream is None and os.environ.get("OOMLAB_REQUIRE_NATIVE") != "1",
@@ -181,12 +181,7 @@ def test_the_trace_is_never_held_whole(tmp_path: Path) -> None:
     """serve_leak's 60,000-entry trace repeated 6x (360,000 entries, new dicts and frames lists per copy, the
     frame dicts shared as torch writes them): the streaming read's peak of Python allocations is bounded by a
     chunk and the tables, a fraction of the whole load's, which holds every entry at once."""
-    raw = raw_case("serve_leak")
-    base = raw["device_traces"][0]
-    raw["device_traces"][0] = [dict(e, frames=list(e["frames"])) for _ in range(6) for e in base]
-    path = tmp_path / "repeated.pickle"
-    path.write_bytes(pickle.dumps(raw, protocol=4))
-    del raw, base
+    path = repeated_trace_pickle("serve_leak", 6, tmp_path / "repeated.pickle")
 
     def peak(read: Any) -> int:
         tracemalloc.start()
