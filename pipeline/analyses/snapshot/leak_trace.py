@@ -56,7 +56,8 @@ def site_activity(
         .agg(pl.col("low").min(), pl.col("end").last())
     )
     totals = pl.concat(activity).group_by("site").agg(pl.col("trace_allocs", "older_freed_bytes").sum())
-    return SiteActivity(_baseline_growth(per_window, windows), totals, extent.rows, frees_older)
+    growth = _baseline_growth(per_window, windows).with_columns(pl.col("site").cast(pl.String))
+    return SiteActivity(growth, totals.with_columns(pl.col("site").cast(pl.String)), extent.rows, frees_older)
 
 
 def _binned(events: pl.DataFrame, extent: Span, windows: int, live: dict[str, int]) -> pl.DataFrame:

@@ -177,7 +177,10 @@ def _start(con: duckdb.DuckDBPyConnection, params: dict[str, int], totals: dict[
 
 
 def _shifted(points: pl.DataFrame, start: dict[str, int]) -> pl.DataFrame:
-    return points.with_columns(pl.col(column) + start[column] for column in _REPLAYED)
+    """Relative values made absolute, and the action as text again (batches carry it as Categorical)."""
+    return points.with_columns(pl.col(column) + start[column] for column in _REPLAYED).with_columns(
+        pl.col("action").cast(pl.String)
+    )
 
 
 def _absolute(peak: _Peak, start: int, first_time_us: int | None) -> tuple[int, int | None]:
