@@ -46,8 +46,7 @@ def _finding(row: dict) -> Finding:
         f"{row['card']}, {row['model_version']}: held memory (reserved after requests) peaks at "
         f"{row['level_now']:.0%} of the card a day and rises {row['slope_per_day']:.1%} a day "
         f"(r2 {row['r2']:.2f}) over the {row['hours_fitted']} hours since the process started at "
-        f"{row['lifetime_start']:%Y-%m-%d %H:%M}; allocated after requests rises "
-        f"{row['allocated_slope_per_day']:.1%} a day. Projected: {', '.join(crossings)}."
+        f"{row['lifetime_start']:%Y-%m-%d %H:%M}; {_allocated_evidence(row)}. Projected: {', '.join(crossings)}."
     )
     cache = row["growth"] == "allocator_cache"
     end = row["date_95"] or row["date_80"]
@@ -63,15 +62,27 @@ def _finding(row: dict) -> Finding:
     )
 
 
+def _allocated_evidence(row: dict) -> str:
+    """How allocated memory moves, or that the log does not say."""
+    if row["allocated_slope_per_day"] is None:
+        return "the log states no allocated memory, so a leak cannot be told from allocator cache"
+    return f"allocated after requests rises {row['allocated_slope_per_day']:.1%} a day"
+
+
 def _advice(row: dict, cache: bool) -> str:
     """What to do before the crossing."""
+    when = row["date_95"] or row["date_80"]
+    if row["growth"] == "held":
+        return (
+            f"Held memory keeps growing: log allocated memory after each request (torch.cuda.memory_allocated()) "
+            f"to tell a leak from allocator cache, and restart or roll back before {when:%Y-%m-%d %H:%M} UTC."
+        )
     if cache:
         return (
             "Allocator cache growth, not a leak: tensors stay flat, so PyTorch will reuse the cache "
             "before failing, but memory alerts will fire. Call empty_cache() between requests or set "
             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or alert on allocated memory instead."
         )
-    when = row["date_95"] or row["date_80"]
     return (
         f"Memory that requests leave behind keeps growing: find what holds it (see the leak findings for "
         f"{row['model_version']}) and restart or roll back before {when:%Y-%m-%d %H:%M} UTC."

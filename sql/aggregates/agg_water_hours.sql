@@ -6,7 +6,9 @@
 -- hour; and how long each level was held (a request's until the next one, at most MAX_HOLD_S), which
 -- oomlab_water_hourly turns into time above the alert levels. A lifetime starts at a device's first request, at a model version change (a deploy restarts the process)
 -- or where allocated_before drops more than RESTART_DROP_MIN_BYTES or RESTART_DROP_SHARE of the card below what the
--- previous request left (inside one process allocated_before continues allocated_after). Requests are ordered by
+-- previous request left (inside one process allocated_before continues allocated_after; where a log states no
+-- allocated_after, the previous request's allocated_before stands in, as a process's baseline moves by no more than
+-- a request leaves behind). Requests are ordered by
 -- time, then file and line, so that requests logged in the same microsecond are ordered alike on every engine.
 -- Rows with sizes no device can have (loaded by an earlier version) are left out, as in fct_water_requests.
 CREATE OR REPLACE VIEW agg_water_hours AS
@@ -29,7 +31,7 @@ WITH ordered AS (
         coalesce(
             lag(ts) OVER w IS NULL
             OR model_version IS DISTINCT FROM lag(model_version) OVER w
-            OR allocated_before < lag(allocated_after) OVER w
+            OR allocated_before < coalesce(lag(allocated_after) OVER w, lag(allocated_before) OVER w)
                                   - greatest(RESTART_DROP_MIN_BYTES(), RESTART_DROP_SHARE() * device_total),
             false) AS starts_lifetime,
         lead(ts) OVER w AS next_ts,

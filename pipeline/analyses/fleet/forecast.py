@@ -145,15 +145,18 @@ def _device_forecast(key: tuple, device: pl.DataFrame, until: datetime | None) -
     }
     if current.height < MIN_LIFETIME_HOURS:
         return row | _no_trend("lifetime_too_short")
-    held, held_now = _project(current, hour_profile(device, "held_level"), "held_level", now_days)
-    allocated, allocated_now = _project(current, hour_profile(device, "allocated_level"), "allocated_level", now_days)
+    projected = _stated_projection(device, current, "held_level", now_days)
+    if projected is None:
+        return row | _no_trend("no_memory_levels")
+    held, held_now = projected
+    allocated, allocated_now = _stated_projection(device, current, "allocated_level", now_days) or (None, None)
     row |= {
         "level_now": held_now,
         "slope_per_day": held.slope_per_day,
         "slope_se": held.slope_se,
         "r2": held.r2,
         "allocated_level_now": allocated_now,
-        "allocated_slope_per_day": allocated.slope_per_day,
+        "allocated_slope_per_day": None if allocated is None else allocated.slope_per_day,
         "growth": _growth(held, allocated),
         "reason": None,
     }
@@ -163,6 +166,17 @@ def _device_forecast(key: tuple, device: pl.DataFrame, until: datetime | None) -
         row[f"days_to_{pct}"] = days
         row[f"date_{pct}"] = None if days is None else as_of + timedelta(days=days)
     return row | {"expected_ooms": 0.0, "_allocated_trend": allocated}
+
+
+def _stated_projection(
+    device: pl.DataFrame, current: pl.DataFrame, column: str, now_days: float
+) -> tuple[Trend, float] | None:
+    """`_project` over the hours whose requests stated the level; None when none in the current lifetime did (a
+    request log may state the card's size and no level, or reserved memory and not what was allocated)."""
+    stated = current.filter(pl.col(column).is_not_null())
+    if stated.is_empty():
+        return None
+    return _project(stated, hour_profile(device.filter(pl.col(column).is_not_null()), column), column, now_days)
 
 
 def _project(current: pl.DataFrame, profile: np.ndarray, column: str, now_days: float) -> tuple[Trend, float]:
@@ -176,9 +190,12 @@ def _project(current: pl.DataFrame, profile: np.ndarray, column: str, now_days: 
     return trend, max(min(peak_now, 1.0), held_lately)
 
 
-def _growth(held: Trend, allocated: Trend) -> str:
+def _growth(held: Trend, allocated: Trend | None) -> str:
     """What rises: 'allocated' (memory kept after requests: a leak or a growing cache of tensors),
-    'allocator_cache' (only reserved: PyTorch's cache, reclaimable), or 'none'."""
+    'allocator_cache' (only reserved: PyTorch's cache, reclaimable), 'held' (the held level, in a log that states
+    no allocated level (None) to tell those two apart), or 'none'."""
+    if allocated is None:
+        return "held" if held.rising else "none"
     if allocated.rising:
         return "allocated"
     return "allocator_cache" if held.rising else "none"

@@ -106,7 +106,8 @@ def sizing(
     con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
 ) -> pl.DataFrame:
     """Per device: the last 14 days' daily peaks, the measured peak with its context, the action
-    (`upgrade`, `downsize`, `fix_allocator`, `keep`, or `too_little_history`) and the card that fits."""
+    (`upgrade`, `downsize`, `fix_allocator`, `keep`, `too_little_history` or `no_memory_levels`) and the card that
+    fits."""
     peaks = daily_peaks(con, since, until)
     if peaks.is_empty():
         return pl.DataFrame()
@@ -130,19 +131,23 @@ def _steady_levels(
 def _advise(
     key: tuple, days: pl.DataFrame, context: pl.DataFrame, steady: dict[tuple[str, int], float]
 ) -> dict[str, object]:
-    """One device's sizing row."""
+    """One device's sizing row. Only the days whose requests stated a memory level are evidence: a request log
+    may state the card's size and no level at all (allocated_before alone, say), and such a day has no peak to
+    hold against 80 % or 40 %; a device with no such day gets `no_memory_levels` and no card."""
     instance, gpu_index = key
-    last_day: date = days["day"].max()  # type: ignore[assignment]
+    measured = days.filter(pl.col("peak_level").is_not_null())
+    last_day: date = (measured if measured.height else days)["day"].max()  # type: ignore[assignment]
     first_day = last_day - timedelta(days=LOOKBACK_DAYS - 1)
-    recent = days.filter(pl.col("day") >= first_day)
+    recent = measured.filter(pl.col("day") >= first_day)
     ctx = context.filter((pl.col("instance") == instance) & (pl.col("gpu_index") == gpu_index))
     ctx_bytes = int(ctx["context_bytes"][0]) if ctx.height else DEFAULT_CONTEXT_BYTES
     total = int(days["device_total"].max())  # type: ignore[arg-type]
-    action = _action(days, recent, first_day)
+    action = _action(measured, recent, first_day) if measured.height else "no_memory_levels"
     # An allocator fix frees the reserved-but-unallocated part: size on what was allocated.
     column = "peak_allocated_bytes" if action == "fix_allocator" else "peak_bytes"
-    peak = int(recent[column].max()) + ctx_bytes  # type: ignore[arg-type]
-    card = smallest_card(SAFETY[0] * peak)
+    highest = recent[column].max()
+    peak = None if highest is None else int(highest) + ctx_bytes  # type: ignore[arg-type]
+    card = None if peak is None else smallest_card(SAFETY[0] * peak)
     return {
         "instance": instance,
         "gpu_index": gpu_index,
@@ -153,27 +158,36 @@ def _advise(
         "days_seen": recent.height,
         "days_above_80": int((recent["peak_level"] >= UPGRADE_LEVEL).sum()),
         "days_below_40": int((recent["peak_level"] < DOWNSIZE_LEVEL).sum()),
-        "peak_level": float(recent["peak_level"].max()),  # type: ignore[arg-type]
-        "allocated_peak_level": float(recent["allocated_peak_level"].max()),  # type: ignore[arg-type]
+        "peak_level": _highest(recent["peak_level"]),
+        "allocated_peak_level": _highest(recent["allocated_peak_level"]),
         "steady_level": steady.get((instance, gpu_index)),
         "context_bytes": ctx_bytes,
         "measured_peak_bytes": peak,
         "action": action,
         "target_card": None if card is None else card.label,
         "target_total_bytes": None if card is None else card.total_bytes,
-        "target_margin": None if card is None else card.total_bytes / peak,
-        "ooms_in_lookback": int(recent["ooms"].sum()),
+        "target_margin": None if card is None or peak is None else card.total_bytes / peak,
+        "ooms_in_lookback": int(days.filter(pl.col("day") >= first_day)["ooms"].sum()),
     }
 
 
+def _highest(levels: pl.Series) -> float | None:
+    """The highest of the daily levels, None when no day states one."""
+    top = levels.max()
+    return None if top is None else float(top)  # type: ignore[arg-type]
+
+
 def _action(days: pl.DataFrame, recent: pl.DataFrame, first_day: date) -> str:
-    """The article's rule for these daily peaks."""
+    """The article's rule for these daily peaks (days that state a peak level)."""
     if days["day"].min() > first_day or recent.height < MIN_DAYS_SEEN:  # type: ignore[operator]
         return "too_little_history"
     if (recent["peak_level"] >= UPGRADE_LEVEL).all():
-        # Reserved-but-unallocated memory (allocator cache, fragmentation) is not a reason to buy memory.
-        allocated_high = (recent["allocated_peak_level"] >= UPGRADE_LEVEL).mean()
-        return "upgrade" if allocated_high >= 0.5 else "fix_allocator"  # type: ignore[operator]
+        # Reserved-but-unallocated memory (allocator cache, fragmentation) is not a reason to buy memory. A log
+        # that states no peak_allocated cannot tell the two apart: the article's rule alone then decides.
+        allocated = recent["allocated_peak_level"].drop_nulls()
+        if allocated.is_empty():
+            return "upgrade"
+        return "upgrade" if (allocated >= UPGRADE_LEVEL).mean() >= 0.5 else "fix_allocator"  # type: ignore[operator]
     if (recent["peak_level"] < DOWNSIZE_LEVEL).all():
         return "downsize"
     return "keep"
