@@ -13,6 +13,8 @@ from ..analyses.fleet.leaks import first_deploy, leaking_versions, lifetimes
 from ..units import format_bytes_short
 from .finding import Finding, Window
 
+UNNAMED_VERSION = "(not logged)"  # how a finding names the version of requests whose log names none
+
 
 def findings(
     con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
@@ -42,7 +44,8 @@ def _leak_finding(lives: pl.DataFrame, v: dict, ooms: int) -> Finding:
     """The sentence, the advice and the metrics of one leaking version."""
     version = v["model_version"]
     deploy = first_deploy(lives, version)
-    leaking = lives.filter((pl.col("model_version") == version) & pl.col("is_leak"))
+    leaking = lives.filter(pl.col("model_version").eq_missing(version) & pl.col("is_leak"))
+    name = UNNAMED_VERSION if version is None else version
     rate = _rate(v["median_slope_bytes_per_hour"])
     when = (
         ""
@@ -62,14 +65,14 @@ def _leak_finding(lives: pl.DataFrame, v: dict, ooms: int) -> Finding:
     counted = f" ({short} more too short to show it)" if short else ""
     text = (
         f"the allocated baseline after requests climbs in {v['leaking_lifetimes']} of {v['lifetimes']} "
-        f"process lifetimes{counted} of {version} on {', '.join(v['instances'])} (median {rate}{spread}; "
+        f"process lifetimes{counted} of {name} on {', '.join(v['instances'])} (median {rate}{spread}; "
         f"R^2 at least {v['min_r2']:.2f}){when}{restarts}; {ooms} OOMs classified as leak"
     )
     every = _restart_every(v["restart_every_hours"])
     previous = _previous_version(lives, version)
     since = "" if deploy is None else (f" {'after deploy at' if deploy[2] else 'since'} {deploy[0]:%Y-%m-%d %H:%M} UTC")
     advice = (
-        f"fix the leak in model version {version} (allocated baseline +{rate}{since})"
+        f"fix the leak in model version {name} (allocated baseline +{rate}{since})"
         f"{f'; restart every {every} as a stopgap' if every else ''}"
         f"{f', or roll back to {previous}' if previous else ''}"
     )
@@ -94,7 +97,7 @@ def _leak_finding(lives: pl.DataFrame, v: dict, ooms: int) -> Finding:
         "rolled_back_to": previous,
     }
     window = Window(None if deploy is None else deploy[0], cast(datetime, leaking["end"].max()))
-    return Finding("leak", f"model_version {version}", text, advice, confidence, float(max(1, ooms)), window, metrics)
+    return Finding("leak", f"model_version {name}", text, advice, confidence, float(max(1, ooms)), window, metrics)
 
 
 def _rate(bytes_per_hour: float | None) -> str:
@@ -115,12 +118,12 @@ def _restart_every(hours: float | None) -> str | None:
     return f"{int(hours * 60)} min" if hours * 60 >= 1 else f"{max(1, int(hours * 3600))} s"
 
 
-def _previous_version(lives: pl.DataFrame, version: str) -> str | None:
+def _previous_version(lives: pl.DataFrame, version: str | None) -> str | None:
     """The version that ran before `version` was first deployed, on the same instance."""
     deploy = first_deploy(lives, version)
     if deploy is None:
         return None
     before = lives.filter(
-        (pl.col("instance") == deploy[1]) & (pl.col("start") < deploy[0]) & (pl.col("model_version") != version)
+        (pl.col("instance") == deploy[1]) & (pl.col("start") < deploy[0]) & pl.col("model_version").ne_missing(version)
     ).sort("start")
     return None if before.is_empty() else before["model_version"][-1]

@@ -62,12 +62,18 @@ def _evidence(row: dict) -> str:
     return (
         f"{row['card']}: the daily peak was {row['peak_level']:.0%} at most over "
         f"{row['lookback_start']}..{row['lookback_end']}, above 80 % on {row['days_above_80']} and under "
-        f"40 % on {row['days_below_40']} of {row['days_seen']} days seen (allocated alone peaked at "
-        f"{row['allocated_peak_level']:.0%}){steady_text}; {peak_kind} "
+        f"40 % on {row['days_below_40']} of {row['days_seen']} days seen ({_allocated_text(row)}){steady_text}; "
+        f"{peak_kind} "
         f"{format_bytes(row['measured_peak_bytes'], 'GiB')} including {format_bytes(row['context_bytes'], 'GiB')} of "
         f"CUDA context; "
         f"{row['ooms_in_lookback']} OOMs in those days."
     )
+
+
+def _allocated_text(row: dict) -> str:
+    """The allocated-only peak, or that the log states none (no peak_allocated)."""
+    level = row["allocated_peak_level"]
+    return "the log states no allocated peak" if level is None else f"allocated alone peaked at {level:.0%}"
 
 
 def _advice(row: dict, target: str | None) -> str:

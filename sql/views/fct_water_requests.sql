@@ -38,7 +38,8 @@ WITH ordered AS (
             lag(r.ts) OVER w IS NULL
             OR r.model_version IS DISTINCT FROM lag(r.model_version) OVER w
             -- 256 MiB or 2 % of the card: well above allocator rounding and request jitter
-            OR r.allocated_before < lag(r.allocated_after) OVER w
+            -- (where a log states no allocated_after, the previous request's allocated_before stands in)
+            OR r.allocated_before < coalesce(lag(r.allocated_after) OVER w, lag(r.allocated_before) OVER w)
                                     - greatest(RESTART_DROP_MIN_BYTES(), RESTART_DROP_SHARE() * r.device_total),
             false) AS starts_lifetime
     FROM stg_requests AS r

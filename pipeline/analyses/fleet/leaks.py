@@ -321,9 +321,10 @@ def _long_enough(fitted: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def first_deploy(lives: pl.DataFrame, version: str) -> tuple[datetime, str, bool] | None:
-    """When and where `version` first ran, and whether that was a deploy (it replaced another version)."""
-    rows = lives.filter(pl.col("model_version") == version).sort("start")
+def first_deploy(lives: pl.DataFrame, version: str | None) -> tuple[datetime, str, bool] | None:
+    """When and where `version` first ran, and whether that was a deploy (it replaced another version); None
+    is the lifetimes of a log that names no version."""
+    rows = lives.filter(pl.col("model_version").eq_missing(version)).sort("start")
     if rows.is_empty():
         return None
     deploys = rows.filter(pl.col("restart_reason") == "version_change")

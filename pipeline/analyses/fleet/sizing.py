@@ -1,7 +1,8 @@
 """Sizing by the article's rules (the action per device; findings/sizing.py words it), and the card table.
 
 Rules (domain.md): keep the steady level under 60 %; consider a larger card when the daily peak stays above
-80 % for two weeks, a smaller one when it stays under 40 %; size at 1.3-1.5 x the measured peak. The peak of
+80 % for two weeks, a smaller one when it stays under 40 % (and no request ran out of memory in those weeks:
+the logged peaks missed that one); size at 1.3-1.5 x the measured peak. The peak of
 a day is the most a request held (`peak_allocated`, or reserved when higher) over the card's total; the
 measured peak adds the process's CUDA context (not in PyTorch's counters), read from its OOM messages
 (`this process has` minus PyTorch's share) or 1 GiB when it has none (domain.md's upper estimate).
@@ -142,7 +143,8 @@ def _advise(
     ctx = context.filter((pl.col("instance") == instance) & (pl.col("gpu_index") == gpu_index))
     ctx_bytes = int(ctx["context_bytes"][0]) if ctx.height else DEFAULT_CONTEXT_BYTES
     total = int(days["device_total"].max())  # type: ignore[arg-type]
-    action = _action(measured, recent, first_day) if measured.height else "no_memory_levels"
+    ooms = int(days.filter(pl.col("day") >= first_day)["ooms"].sum())
+    action = _action(measured, recent, first_day, ooms) if measured.height else "no_memory_levels"
     # An allocator fix frees the reserved-but-unallocated part: size on what was allocated.
     column = "peak_allocated_bytes" if action == "fix_allocator" else "peak_bytes"
     highest = recent[column].max()
@@ -167,7 +169,7 @@ def _advise(
         "target_card": None if card is None else card.label,
         "target_total_bytes": None if card is None else card.total_bytes,
         "target_margin": None if card is None or peak is None else card.total_bytes / peak,
-        "ooms_in_lookback": int(days.filter(pl.col("day") >= first_day)["ooms"].sum()),
+        "ooms_in_lookback": ooms,
     }
 
 
@@ -177,8 +179,8 @@ def _highest(levels: pl.Series) -> float | None:
     return None if top is None else float(top)  # type: ignore[arg-type]
 
 
-def _action(days: pl.DataFrame, recent: pl.DataFrame, first_day: date) -> str:
-    """The article's rule for these daily peaks (days that state a peak level)."""
+def _action(days: pl.DataFrame, recent: pl.DataFrame, first_day: date, ooms: int) -> str:
+    """The article's rule for these daily peaks (days that state a peak level), and `ooms` in the lookback."""
     if days["day"].min() > first_day or recent.height < MIN_DAYS_SEEN:  # type: ignore[operator]
         return "too_little_history"
     if (recent["peak_level"] >= UPGRADE_LEVEL).all():
@@ -188,6 +190,8 @@ def _action(days: pl.DataFrame, recent: pl.DataFrame, first_day: date) -> str:
         if allocated.is_empty():
             return "upgrade"
         return "upgrade" if (allocated >= UPGRADE_LEVEL).mean() >= 0.5 else "fix_allocator"  # type: ignore[operator]
-    if (recent["peak_level"] < DOWNSIZE_LEVEL).all():
+    # An OOM is a request that needed more than the card had free: the logged peaks missed it (a log without
+    # peak_allocated states only levels between requests), so a card that ran out is never advised smaller.
+    if (recent["peak_level"] < DOWNSIZE_LEVEL).all() and ooms == 0:
         return "downsize"
     return "keep"
