@@ -190,8 +190,9 @@ def _action(days: pl.DataFrame, recent: pl.DataFrame, first_day: date, ooms: int
         if allocated.is_empty():
             return "upgrade"
         return "upgrade" if (allocated >= UPGRADE_LEVEL).mean() >= 0.5 else "fix_allocator"  # type: ignore[operator]
-    # An OOM is a request that needed more than the card had free: the logged peaks missed it (a log without
-    # peak_allocated states only levels between requests), so a card that ran out is never advised smaller.
+    # An OOM is a request that did not fit in what the card had free, whatever held the rest (a peak the log
+    # does not state, as one without peak_allocated states only levels between requests; a neighbour): a
+    # smaller card would fail more often, so a card that ran out is never advised smaller.
     if (recent["peak_level"] < DOWNSIZE_LEVEL).all() and ooms == 0:
         return "downsize"
     return "keep"
