@@ -1,25 +1,33 @@
 -- The aggregate tier (see agg_request_minutes): the allocated baseline of each instance and GPU in short time
 -- buckets (BASELINE_BUCKETS over the device's time span, at least MIN_BUCKET_US each), per model version and
 -- process id, so that process lifetimes and leaks (fct_request_baselines) are found on at most a few thousand
--- rows per device whatever the number of requests. Ties go to the earliest reading, so reruns and engines agree.
+-- rows per device whatever the number of requests. The baseline is allocated_after, or allocated_before on a
+-- device whose log states no allocated_after. Ties go to the earliest reading, so reruns and engines agree.
 CREATE OR REPLACE VIEW agg_baseline_buckets AS
-WITH readings AS (
-    SELECT
-        instance,
-        gpu_index,
-        ts,
-        model_version,
-        pid,
-        is_oom,
-        coalesce(allocated_before, allocated_after) AS level_before,
-        allocated_after,
-        reserved_after,
-        peak_allocated,
-        device_total,
-        source_id,
-        line
-    FROM stg_requests
-    WHERE allocated_after IS NOT NULL AND instance IS NOT NULL
+WITH states_after AS (
+    -- the devices whose log states allocated_after; in a log that states only allocated_before, that is the
+    -- baseline instead (inside one process a request starts with what the one before it left)
+    SELECT DISTINCT instance, gpu_index FROM stg_requests WHERE allocated_after IS NOT NULL
+), readings AS (
+    -- states_after is a row per device: joined by broadcast on Spark, as spans below
+    SELECT /*+ BROADCAST(a) */
+        q.instance,
+        q.gpu_index,
+        q.ts,
+        q.model_version,
+        q.pid,
+        q.is_oom,
+        coalesce(q.allocated_before, q.allocated_after) AS level_before,
+        CASE WHEN a.instance IS NULL THEN q.allocated_before ELSE q.allocated_after END AS baseline_reading,
+        q.reserved_after,
+        q.peak_allocated,
+        q.device_total,
+        q.source_id,
+        q.line
+    FROM stg_requests AS q
+    LEFT JOIN states_after AS a ON a.instance = q.instance AND a.gpu_index = q.gpu_index
+    WHERE (q.allocated_after IS NOT NULL OR (a.instance IS NULL AND q.allocated_before IS NOT NULL))
+      AND q.instance IS NOT NULL
 ), spans AS (
     SELECT
         instance,
@@ -40,8 +48,8 @@ SELECT /*+ BROADCAST(s) */
     max(r.ts) AS bucket_end,
     count(*) AS requests,
     count(*) FILTER (WHERE r.is_oom) AS ooms,
-    min(r.allocated_after) AS baseline_bytes,
-    arg_min(r.ts, (r.allocated_after, r.ts)) AS baseline_ts,
+    min(r.baseline_reading) AS baseline_bytes,
+    arg_min(r.ts, (r.baseline_reading, r.ts)) AS baseline_ts,
     min(r.level_before) AS low_bytes,
     arg_min(r.ts, (r.level_before, r.ts)) AS low_ts,
     min(r.reserved_after) AS reserved_min_bytes,
