@@ -116,10 +116,8 @@ def replay(
     the first event. The same numbers as the view fct_snapshot_timeline, in polars: a running sum there
     costs a sort of the whole trace. Holds the whole trace: `timeline` is the bounded way to plot one."""
     params = {"snapshot_id": snapshot_id, "device": device}
-    parts: list[pl.DataFrame] = []
     totals = dict.fromkeys(_REPLAYED, 0)
-    for batch in _relative_batches(con, params, batch_rows, totals):
-        parts.append(batch)
+    parts = list(_relative_batches(con, params, batch_rows, totals))
     start = _start(con, params, totals)
     return _shifted(pl.concat(parts), start) if parts else pl.DataFrame(), start
 
