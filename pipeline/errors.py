@@ -38,6 +38,11 @@ class UnsafePickleError(InputError):
     """A pickle that names a global: loading it could run code, so it is refused."""
 
 
+class UsageError(OomlabError):
+    """An option's value that cannot be used as given (a field mapping's unknown unit): the command line reports
+    it as a usage error (exit 2); the message names the option or file and the value."""
+
+
 class DatabaseBusyError(OomlabError):
     """Another process holds the DuckDB file."""
 

@@ -35,6 +35,36 @@ UNIT_BYTES: dict[str, int] = {
 }
 
 
+# The units a field mapping may give a byte field (`--map allocated_after=gpu_mem_mib:MiB`), by lower-case name.
+# Binary like every size oomlab reads: a log's "MB" is MiB (as PyTorch's and nvidia-smi's are).
+FIELD_UNITS: dict[str, int] = {
+    "b": 1,
+    "kb": KIB,
+    "kib": KIB,
+    "mb": MIB,
+    "mib": MIB,
+    "gb": GIB,
+    "gib": GIB,
+    "tb": TIB,
+    "tib": TIB,
+}
+FIELD_UNIT_NAMES = "B, KB/KiB, MB/MiB, GB/GiB, TB/TiB; binary, MB = MiB"
+
+
+def field_unit_bytes(unit: str) -> int:
+    """Bytes in one `unit` of a field mapping (case does not matter); ValueError naming it when it is none."""
+    multiplier = FIELD_UNITS.get(unit.strip().lower())
+    if multiplier is None:
+        raise ValueError(f"unknown unit {unit!r} (units: {FIELD_UNIT_NAMES})")
+    return multiplier
+
+
+def unit_name(multiplier: int) -> str:
+    """The name oomlab writes for a unit of `multiplier` bytes (`MiB`), or the bytes when no unit has them."""
+    names = {v: k for k, v in BYTE_UNITS.items()}
+    return names.get(multiplier, f"{multiplier:,} B")
+
+
 def format_bytes(value: float, unit: str | None = None, digits: int = 2, *, grouped: bool = False) -> str:
     """Bytes for people in binary units: in `unit` with `digits` decimals, or, without a unit, in the largest
     unit that keeps the number at least 1 (PyTorch's style: `1.67 GiB`; plain bytes have no decimals).

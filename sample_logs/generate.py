@@ -1,12 +1,15 @@
 """Generate the sample fleet: request logs, text logs, nvidia-smi samples, a job calendar and truths.json.
 
     python sample_logs/generate.py [--out DIR] [--scale S | --requests N] [--seed N] [--weeks W]
-    python sample_logs/generate.py --scenario --seed N --out DIR
+    python sample_logs/generate.py --scenario --seed N --out DIR [--classic | --shapes A,B]
 
 The same arguments always give the same bytes. What is planted is described in sample_logs/FLEET.md and,
 with exact parameters and counts, in DIR/truths.json. `--scenario` draws a randomised fleet from the seed
 instead (cards, models, leaks, jobs, neighbours, time zones: sample_logs/README.md), with its planted causes
-in DIR/truths.json; bench/truth.py scores the findings against them.
+in DIR/truths.json; bench/truth.py scores the findings against them. Its fleets also take shapes drawn at
+random (Kubernetes pods and nodes, memory fields in MiB/GiB, OOMs in two logs, PID namespaces, no
+allocated_before, decoys overlapping a job, more cards: fleetgen/scenario/shapes.py); `--classic` draws none
+(the fleets of earlier versions, byte for byte), `--shapes A,B` exactly those.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fleetgen.build import Options, build
 from fleetgen.plan import DEFAULT_SCALE, REQUESTS_PER_WEEK
 from fleetgen.scenario.build import build_scenario, summary
+from fleetgen.scenario.shapes import SHAPES, parse_shapes
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "fleet"
 
@@ -54,9 +58,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="a randomised scenario fleet drawn from --seed, with its truths (needs --out; ignores the size options)",
     )
     parser.add_argument("--traffic", type=float, default=1.0, help="with --scenario: traffic multiplier (default 1)")
+    shapes = parser.add_mutually_exclusive_group()
+    shapes.add_argument(
+        "--classic", action="store_true", help="with --scenario: no shapes (the classic fleets, byte for byte)"
+    )
+    shapes.add_argument(
+        "--shapes",
+        metavar="A,B",
+        help=f"with --scenario: exactly these shapes instead of each at random ({', '.join(SHAPES)}; '' for none)",
+    )
     args = parser.parse_args(argv)
     if args.scenario and args.out == DEFAULT_OUT:
         parser.error("--scenario needs --out: the bundled fleet is not a scenario")
+    if (args.classic or args.shapes is not None) and not args.scenario:
+        parser.error("--classic and --shapes go with --scenario")
+    try:
+        args.forced = parse_shapes(args.shapes)
+    except ValueError as exc:
+        parser.error(str(exc))
     return args
 
 
@@ -68,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(args.out)
     started = time.perf_counter()
     if args.scenario:
-        print(f"{summary(build_scenario(args.out, args.seed, args.traffic))} ({time.perf_counter() - started:.1f} s)")
+        truths = build_scenario(args.out, args.seed, args.traffic, args.classic, args.forced)
+        print(f"{summary(truths)} ({time.perf_counter() - started:.1f} s)")
         return 0
     truths = build(Options(args.out, args.seed, scale, args.weeks, args.smi_interval, args.gzip_level, args.workers))
     counts = truths["counts"]

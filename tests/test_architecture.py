@@ -11,8 +11,8 @@ import pytest
 
 PACKAGE = Path(__file__).parent.parent / "pipeline"
 
-# The modules every stage shares (errors, records, field names, units, options, asset folders).
-SHARED = {"errors", "records", "fields", "units", "config", "assets", "__init__"}
+# The modules every stage shares (errors, records, field names, units, the card catalogue, options, asset folders).
+SHARED = {"errors", "records", "fields", "units", "cards", "config", "assets", "__init__"}
 # For each layer (a folder of the package, or one of its loose modules), the layers it may import.
 ALLOWED: dict[str, set[str]] = {
     "shared": {"shared"},

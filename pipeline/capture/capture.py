@@ -6,6 +6,7 @@ from __future__ import annotations
 import atexit
 import functools
 import inspect
+import os
 import re
 import socket
 import time
@@ -26,6 +27,16 @@ Numbers = list[tuple[str, object]]
 REQUEST_ARGUMENTS = ("request_id", "batch_size", "input_sequence_length", "output_sequence_length")
 _perf_ns = time.perf_counter_ns
 _time_ns = time.time_ns
+
+
+def environment_alloc_conf() -> str | None:
+    """The allocator configuration this process was started with, as PyTorch reads it: PYTORCH_ALLOC_CONF (2.9 and
+    later), else PYTORCH_CUDA_ALLOC_CONF; None when neither is set."""
+    for name in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"):
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    return None
 
 
 def file_label(instance: str) -> str:
@@ -85,7 +96,10 @@ class Capture:
     `memory`: "auto" reads torch.cuda's allocator of `gpu_index` (default: the current device) when torch
     and CUDA are there, and logs status and latency only when not; None forces that; any `MemoryApi`
     (a fake in tests) is used as given. `snapshots`: True or a `SnapshotPolicy` dumps a memory snapshot at
-    an OOM (history recording costs the allocator a few microseconds per allocation).
+    an OOM (history recording costs the allocator a few microseconds per allocation). `alloc_conf`: the
+    allocator configuration written into every line (`alloc_conf`), so that the findings never advise what is
+    already on: "auto" reads PYTORCH_ALLOC_CONF, else PYTORCH_CUDA_ALLOC_CONF, from the environment; a string
+    is written as given (a process that changes the settings at run time); None writes none.
     """
 
     def __init__(
@@ -101,6 +115,7 @@ class Capture:
         max_files: int | None = 64,
         flush_interval_s: float = 1.0,
         opener: Opener | None = None,
+        alloc_conf: str | None = "auto",
     ) -> None:
         self.directory = Path(directory)
         self.instance = instance or socket.gethostname().split(".")[0]
@@ -110,7 +125,8 @@ class Capture:
         self.report = ReportOnce()
         self._oom_errors = self.memory.oom_errors if self.memory is not None else torch_oom_errors()
         self._total = self._device_total()
-        self._encoder = LineEncoder(self.instance, self.gpu_index, model_version)
+        conf = environment_alloc_conf() if alloc_conf == "auto" else alloc_conf
+        self._encoder = LineEncoder(self.instance, self.gpu_index, model_version, conf)
         writer_options: dict[str, Any] = {"opener": opener} if opener is not None else {}
         self.writer = RotatingWriter(
             self.directory,

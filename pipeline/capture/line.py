@@ -55,13 +55,18 @@ def iso_utc(ns: int) -> str:
 
 
 class LineEncoder:
-    """Encodes request lines of one instance, GPU and model version (their JSON is built once)."""
+    """Encodes request lines of one instance, GPU and model version (their JSON is built once). `alloc_conf`, the
+    process's PYTORCH_CUDA_ALLOC_CONF, ends every line when set: one line of a file is all ingest needs, but any
+    file may be the one rotation kept, and built once it costs only its bytes."""
 
-    def __init__(self, instance: str, gpu_index: int | None, model_version: str | None) -> None:
+    def __init__(
+        self, instance: str, gpu_index: int | None, model_version: str | None, alloc_conf: str | None = None
+    ) -> None:
         self._labels = (
             f'"instance":{json_value(instance)},"gpu_index":{json_value(gpu_index)},'
             f'"model_version":{json_value(model_version)},'
         )
+        self._settings = f',"alloc_conf":{_encode(alloc_conf)}' if alloc_conf else ""
 
     def encode(
         self,
@@ -86,4 +91,6 @@ class LineEncoder:
         if extra:
             for name, value in extra.items():
                 line += f",{_encode(str(name))}:{json_value(value)}"
-        return line + "}\n"
+            if "alloc_conf" in extra:  # the caller's own, which a JSON object cannot hold twice
+                return line + "}\n"
+        return line + self._settings + "}\n"

@@ -6,13 +6,17 @@ import contextlib
 import os
 import sys
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import click
 from click.core import ParameterSource
 
 from .. import __version__
-from ..errors import OomlabError
+from ..errors import OomlabError, UsageError
 from .options import AGGREGATES_OPTION, DB_OPTION, FORMAT_OPTION, one_source, size_option
+
+if TYPE_CHECKING:
+    from ..fields import Field
 
 # Commands import the library inside their bodies: `oomlab --help` and `--version` stay instant
 # instead of loading DuckDB, polars and pyarrow first (tests/cli/test_startup.py checks what each loads).
@@ -55,8 +59,19 @@ def _parse_tags(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--instance", help="Instance label for files that do not name one (default: the file name).")
 @click.option("--model-version", help="Model version label for files that do not name one.")
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="Extra label, repeatable.")
-@click.option("--map", "maps", multiple=True, metavar="CANONICAL=THEIRS", help="Field name mapping, repeatable.")
-@click.option("--mapping", type=click.Path(exists=True, dir_okay=False), help="TOML file of field mappings.")
+@click.option(
+    "--map",
+    "maps",
+    multiple=True,
+    metavar="CANONICAL=THEIRS[:UNIT]",
+    help="Field name mapping, repeatable; a byte field may give the unit of its numbers: "
+    "allocated_after=gpu_mem_mib:MiB (B, KB/KiB, MB/MiB, GB/GiB, TB/TiB; binary, MB = MiB).",
+)
+@click.option(
+    "--mapping",
+    type=click.Path(exists=True, dir_okay=False),
+    help='TOML file of field mappings: instance = "pod_name", allocated_after = { field = "mem_mib", unit = "MiB" }.',
+)
 @click.option("--tz", help="Time zone of timestamps without one (default UTC), e.g. Europe/Berlin.")
 @click.option(
     "--at",
@@ -98,15 +113,13 @@ def ingest(
     if lake_dir is not None and ctx.get_parameter_source("db_path") is ParameterSource.COMMANDLINE:
         raise click.UsageError("--db and --lake name two destinations: give one")
     from ..config import IngestOptions
-    from ..fields import parse_map_options, read_mapping_file, with_mapping
 
-    fields_map = {**(read_mapping_file(mapping) if mapping else {}), **parse_map_options(maps)}
     options = IngestOptions(
         instance=instance,
         model_version=model_version,
         tags=_parse_tags(tags),
         tz=_check_tz(tz),
-        fields=with_mapping(fields_map),
+        fields=_mapped_fields(maps, mapping),
         at=_parse_at(at, tz),
         columns=tuple(c.strip() for c in (columns or "").split(",") if c.strip()),
     )
@@ -122,6 +135,16 @@ def ingest(
             report = api.ingest_lake(lake_dir, list(paths), options, progress)
     print_ingest_report(report)
     ctx.exit(1 if report.failed else 0)
+
+
+def _mapped_fields(maps: tuple[str, ...], mapping: str | None) -> tuple[Field, ...]:
+    """The fields with --mapping's and --map's names (--map wins); a unit that is none is a usage error."""
+    from ..fields import parse_map_options, read_mapping_file, with_mapping
+
+    try:
+        return with_mapping({**(read_mapping_file(mapping) if mapping else {}), **parse_map_options(maps)})
+    except UsageError as exc:
+        raise click.UsageError(exc.message) from None
 
 
 def _parse_at(at: str | None, tz: str | None) -> datetime | None:

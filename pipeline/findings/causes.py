@@ -1,8 +1,9 @@
 """Findings from classified OOMs: fragmentation per instance, external pressure per neighbour, capacity
 per card.
 
-Input is `analyses.fleet.classify.classify_ooms`'s frame; snapshot OOMs that repeat a log event
-(`duplicate_of`) are counted once. A scheduled job whose runs hold most of a neighbour's OOMs names the neighbour.
+Input is `analyses.fleet.classify.classify_ooms`'s frame, one row per real OOM (the files that saw one failure
+are one event: stg_oom_events). A scheduled job whose runs hold most of a neighbour's OOMs names the neighbour.
+Fragmentation advice starts from the allocator settings the instance was seen to run with (allocator_advice.py).
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from typing import cast
 import duckdb
 import polars as pl
 
+from ..analyses.fleet.allocator_settings import NO_SIGHTINGS, allocator_settings, settings_for
 from ..analyses.fleet.classify import classify_ooms
 from ..analyses.fleet.classify_rules import size
 from ..analyses.fleet.oom_limits import token_cost
 from ..load.sql import sql_text
+from .allocator_advice import fragmentation_step
 from .finding import Finding, Window
 
 # A job explains a neighbour when at least this share of the neighbour's OOMs fall inside its runs.
@@ -35,8 +38,11 @@ def findings(
 
 def cause_findings(con: duckdb.DuckDBPyConnection, classified: pl.DataFrame) -> list[Finding]:
     """Fragmentation, external-pressure and capacity findings from one classification."""
-    events = classified.filter(pl.col("duplicate_of").is_null())
-    return [*fragmentation_findings(events), *external_findings(con, events), *capacity_findings(con, events)]
+    return [
+        *fragmentation_findings(classified, allocator_settings(con)),
+        *external_findings(con, classified),
+        *capacity_findings(con, classified),
+    ]
 
 
 def _num(value: object) -> float | None:
@@ -66,8 +72,9 @@ def _confidence(events: pl.DataFrame) -> float:
     return round(_num(events["confidence"].mean()) or 0.0, 2)
 
 
-def fragmentation_findings(events: pl.DataFrame) -> list[Finding]:
-    """One finding per instance whose OOMs were fragmentation."""
+def fragmentation_findings(events: pl.DataFrame, sightings: pl.DataFrame | None = None) -> list[Finding]:
+    """One finding per instance whose OOMs were fragmentation; `sightings` are the allocator settings seen
+    (`analyses.fleet.allocator_settings`): the advice is the next step beyond what was on at its last OOM."""
     frag = events.filter(pl.col("cause") == "fragmentation")
     out = []
     for (instance,), group in frag.group_by(["instance"], maintain_order=True):
@@ -80,16 +87,14 @@ def fragmentation_findings(events: pl.DataFrame) -> list[Finding]:
             f"{size(_num(group['free_bytes'].median()))} "
             f"free on the device): no cached block was large enough"
         )
-        advice = (
-            f"set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True on {instance}; find the long-lived "
-            f"small allocations that pin segments (a snapshot's top sites) and free or pool them"
-        )
+        settings = settings_for(NO_SIGHTINGS if sightings is None else sightings, [instance], _last(group))
+        step = fragmentation_step(settings, instance, size(unalloc))
         out.append(
             Finding(
                 "fragmentation",
                 f"instance {instance}",
                 text,
-                advice,
+                step.advice,
                 _confidence(group),
                 float(group.height),
                 _window(group),
@@ -99,10 +104,18 @@ def fragmentation_findings(events: pl.DataFrame) -> list[Finding]:
                     "ooms": group.height,
                     "median_unallocated_bytes": unalloc,
                     "median_unallocated_to_requested": ratio,
+                    "allocator_settings": settings.as_metrics(),
+                    "allocator_step": step.headline,
+                    "advised_setting": step.setting,
                 },
             )
         )
     return out
+
+
+def _last(group: pl.DataFrame) -> datetime | None:
+    """The group's last OOM time (None when none has one): the settings in effect then are the ones it ran with."""
+    return cast("datetime | None", group["ts"].max())
 
 
 def _ratio(value: float | None) -> str:

@@ -7,7 +7,9 @@ from datetime import datetime
 import duckdb
 import polars as pl
 
+from ..analyses.fleet.allocator_settings import allocator_settings, settings_for
 from ..analyses.fleet.forecast import HORIZON_DAYS, LEVELS, forecast
+from .allocator_advice import EMPTY_CACHE, cache_option, cache_spent, cache_step
 from .finding import Finding, Window
 
 
@@ -30,7 +32,24 @@ def findings(
             ]
         )
     )
-    return [_finding(row) for row in soon.iter_rows(named=True)]
+    sightings = allocator_settings(con, until)
+    return [_finding(_with_settings(row, sightings)) for row in soon.iter_rows(named=True)]
+
+
+def _with_settings(row: dict, sightings: pl.DataFrame) -> dict:
+    """A cache-growth row with the allocator settings its device ran with when forecast and the remedy they
+    leave (`allocator_settings`, `allocator_step`); other rows as they are."""
+    if row["growth"] != "allocator_cache":
+        return row
+    settings = settings_for(sightings, [row["instance"]], row["as_of"])
+    option = cache_option(settings)
+    remedy = f"{EMPTY_CACHE} or set {option}" if option else f"{EMPTY_CACHE} {cache_spent(settings)}"
+    return {
+        **row,
+        "allocator_settings": settings.as_metrics(),
+        "allocator_step": cache_step(settings),
+        "remedy": remedy,
+    }
 
 
 def _finding(row: dict) -> Finding:
@@ -58,7 +77,7 @@ def _finding(row: dict) -> Finding:
         confidence=0.3 if cache else round(min(0.9, max(0.3, row["r2"])), 2),
         impact=round(row["expected_ooms"], 1),
         window=Window(row["as_of"], end),
-        metrics={k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in row.items()},
+        metrics={k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in row.items() if k != "remedy"},
     )
 
 
@@ -80,8 +99,8 @@ def _advice(row: dict, cache: bool) -> str:
     if cache:
         return (
             "Allocator cache growth, not a leak: tensors stay flat, so PyTorch will reuse the cache "
-            "before failing, but memory alerts will fire. Call empty_cache() between requests or set "
-            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, or alert on allocated memory instead."
+            f"before failing, but memory alerts will fire. Call {row['remedy']}, or alert on allocated memory "
+            "instead."
         )
     return (
         f"Memory that requests leave behind keeps growing: find what holds it (see the leak findings for "

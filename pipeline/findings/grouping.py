@@ -17,9 +17,9 @@ from .finding import Finding, Window, rank
 
 # Kinds whose findings are about one host each, and the metrics that make two of them the same story.
 GROUP_BY: dict[str, tuple[str, ...]] = {
-    "sizing": ("action", "card"),
-    "fragmentation": ("card",),
-    "forecast": ("growth", "card"),
+    "sizing": ("action", "card", "allocator_step"),
+    "fragmentation": ("card", "allocator_step"),
+    "forecast": ("growth", "card", "allocator_step"),
 }
 # How many host names a group's subject spells out; `metrics.hosts` has them all.
 SUBJECT_HOSTS = 4

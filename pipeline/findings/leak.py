@@ -9,7 +9,7 @@ import duckdb
 import polars as pl
 
 from ..analyses.fleet.classify import classify_ooms
-from ..analyses.fleet.leaks import first_deploy, leaking_versions, lifetimes
+from ..analyses.fleet.leaks import RESTART_HEADROOM_SHARE, first_deploy, leaking_versions, lifetimes
 from ..units import format_bytes_short
 from .finding import Finding, Window
 
@@ -30,11 +30,7 @@ def findings(
 
 def leak_findings(lives: pl.DataFrame, classified: pl.DataFrame) -> list[Finding]:
     """A finding per leaking version: rate, fit, first deploy, restarts, OOMs and what to do."""
-    counts = (
-        classified.filter((pl.col("cause") == "leak") & pl.col("duplicate_of").is_null())
-        .group_by("model_version")
-        .len()
-    )
+    counts = classified.filter(pl.col("cause") == "leak").group_by("model_version").len()
     ooms = dict(zip(counts["model_version"].to_list(), counts["len"].to_list(), strict=True))
     versions = leaking_versions(lives).filter(pl.col("leaks"))
     return [_leak_finding(lives, row, ooms.get(row["model_version"], 0)) for row in versions.iter_rows(named=True)]
@@ -46,7 +42,6 @@ def _leak_finding(lives: pl.DataFrame, v: dict, ooms: int) -> Finding:
     deploy = first_deploy(lives, version)
     leaking = lives.filter(pl.col("model_version").eq_missing(version) & pl.col("is_leak"))
     name = UNNAMED_VERSION if version is None else version
-    rate = _rate(v["median_slope_bytes_per_hour"])
     when = (
         ""
         if deploy is None
@@ -55,25 +50,19 @@ def _leak_finding(lives: pl.DataFrame, v: dict, ooms: int) -> Finding:
             f"{deploy[0]:%Y-%m-%d %H:%M} UTC on {deploy[1]}"
         )
     )
-    spread = (
-        ""
-        if v["leaking_lifetimes"] < 2
-        else f", {_rate(v['min_slope_bytes_per_hour'])} to {_rate(v['max_slope_bytes_per_hour'])}"
-    )
     restarts = f"; {v['restarts']} restarts dropped it back" if v["restarts"] else ""
     short = v["too_short_lifetimes"]
     counted = f" ({short} more too short to show it)" if short else ""
     text = (
         f"the allocated baseline after requests climbs in {v['leaking_lifetimes']} of {v['lifetimes']} "
-        f"process lifetimes{counted} of {name} on {', '.join(v['instances'])} (median {rate}{spread}; "
+        f"process lifetimes{counted} of {name} on {', '.join(v['instances'])} ({_growth_evidence(v)}; "
         f"R^2 at least {v['min_r2']:.2f}){when}{restarts}; {ooms} OOMs classified as leak"
     )
-    every = _restart_every(v["restart_every_hours"])
     previous = _previous_version(lives, version)
     since = "" if deploy is None else (f" {'after deploy at' if deploy[2] else 'since'} {deploy[0]:%Y-%m-%d %H:%M} UTC")
     advice = (
-        f"fix the leak in model version {name} (allocated baseline +{rate}{since})"
-        f"{f'; restart every {every} as a stopgap' if every else ''}"
+        f"fix the leak in model version {name} (allocated baseline +{_growth_rate(v)}{since})"
+        f"{_stopgap(v)}"
         f"{f', or roll back to {previous}' if previous else ''}"
     )
     confidence = round(min(0.99, v["leak_share"] * float(cast(float, leaking["r2"].median()))), 2)
@@ -83,9 +72,14 @@ def _leak_finding(lives: pl.DataFrame, v: dict, ooms: int) -> Finding:
         "leaking_lifetimes": v["leaking_lifetimes"],
         "too_short_lifetimes": short,
         "instances": v["instances"],
+        "rate_unit": "hour" if v["median_slope_bytes_per_hour"] is not None else "request",
         "median_slope_bytes_per_hour": v["median_slope_bytes_per_hour"],
         "min_slope_bytes_per_hour": v["min_slope_bytes_per_hour"],
         "max_slope_bytes_per_hour": v["max_slope_bytes_per_hour"],
+        "median_growth_bytes_per_request": v["median_growth_bytes_per_request"],
+        "longest_leaking_seconds": v["longest_leaking_seconds"],
+        "longest_leaking_requests": v["longest_leaking_requests"],
+        "longest_leaking_growth_bytes": v["longest_leaking_growth_bytes"],
         "min_r2": v["min_r2"],
         "first_deploy": None if deploy is None else deploy[0].isoformat(),
         "first_deploy_instance": None if deploy is None else deploy[1],
@@ -94,10 +88,62 @@ def _leak_finding(lives: pl.DataFrame, v: dict, ooms: int) -> Finding:
         "leak_ooms": ooms,
         "min_hours_to_oom_from_start": v["min_hours_to_oom_from_start"],
         "restart_every_hours": v["restart_every_hours"],
+        "restart_every_requests": v["restart_every_requests"],
         "rolled_back_to": previous,
     }
     window = Window(None if deploy is None else deploy[0], cast(datetime, leaking["end"].max()))
     return Finding("leak", f"model_version {name}", text, advice, confidence, float(max(1, ooms)), window, metrics)
+
+
+def _growth_evidence(v: dict) -> str:
+    """How fast the baseline climbs, in the unit the lifetimes support (leaks.RATE_HOURS): `median 120 MiB/h, 87
+    MiB/h to 178 MiB/h` over hours of service, else the growth per request and over the real span (`+4.05 GiB over
+    47 requests in 18.7 s, 88 MiB per request`)."""
+    low, high = v["min_slope_bytes_per_hour"], v["max_slope_bytes_per_hour"]
+    if v["median_slope_bytes_per_hour"] is not None:
+        spread = "" if v["leaking_lifetimes"] < 2 or low == high else f", {_rate(low)} to {_rate(high)}"
+        return f"median {_rate(v['median_slope_bytes_per_hour'])}{spread}"
+    per_request = f"{_per_request(v['median_growth_bytes_per_request'])} per request"
+    span = (
+        f"+{format_bytes_short(v['longest_leaking_growth_bytes'])} over {v['longest_leaking_requests']} requests "
+        f"in {_duration(v['longest_leaking_seconds'])}"
+    )
+    if v["leaking_lifetimes"] < 2:
+        return f"{span}, {per_request}"
+    return f"median {per_request}; the longest lifetime {span}"
+
+
+def _growth_rate(v: dict) -> str:
+    """The rate the advice quotes: per hour over hours of service, else per request."""
+    if v["median_slope_bytes_per_hour"] is not None:
+        return _rate(v["median_slope_bytes_per_hour"])
+    return f"{_per_request(v['median_growth_bytes_per_request'])} per request"
+
+
+def _stopgap(v: dict) -> str:
+    """`; restart every 11 h as a stopgap` (hours of service), `; restart every 4 requests ...` (a short lifetime),
+    or why no interval helps: never an interval shorter than one request."""
+    every = _restart_every(v["restart_every_hours"])
+    if every:
+        return f"; restart every {every} as a stopgap"
+    requests = v["restart_every_requests"]
+    if requests is None:
+        return ""
+    if requests < 1:
+        share = f"{RESTART_HEADROOM_SHARE * 100:.0f} %"
+        return f"; no restart interval keeps ahead of it: one request leaks more than {share} of the room it has"
+    return f"; restart every {requests} request{'s' if requests != 1 else ''} as a stopgap"
+
+
+def _per_request(value: float | None) -> str:
+    return "unknown" if value is None else format_bytes_short(value)
+
+
+def _duration(seconds: float | None) -> str:
+    """A real span for people: `18.7 s`, `42 min`."""
+    if seconds is None:
+        return "an unknown time"
+    return f"{seconds:.1f} s" if seconds < 60 else f"{seconds / 60:.0f} min"
 
 
 def _rate(bytes_per_hour: float | None) -> str:

@@ -15,7 +15,8 @@ from .finding import Finding, Window
 def findings(
     con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
 ) -> list[Finding]:
-    """A `periodic_window` finding per recurring window no calendar explains (same hours: one finding)."""
+    """A `periodic_window` finding per recurring window no calendar job or neighbour process explains (same
+    hours: one finding)."""
     windows = periodic_windows(con, since, until).filter(pl.col("recurring"))
     groups = windows.group_by(["start_hour", "end_hour", "window_utc"], maintain_order=True).agg(
         pl.col("instance"),
@@ -39,7 +40,7 @@ def _finding(row: dict) -> Finding:
         f"Every day {row['window_utc']} UTC on {hosts}: {row['ooms']} OOMs against "
         f"{row['expected']:.1f} expected from traffic ({_ratio(ratio)}, p {format_p(p_value)}); at "
         f"least {MIN_RATIO:g}x its usual rate on {row['days_above']} of {row['days']} days. No "
-        f"scheduled job in the calendar explains it."
+        f"scheduled job in the calendar, and no neighbour process on the card, explains it."
     )
     return Finding(
         kind="periodic_window",

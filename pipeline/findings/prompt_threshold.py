@@ -7,9 +7,9 @@ from datetime import datetime
 import duckdb
 import polars as pl
 
+from ..analyses.fleet.card_names import total_label
 from ..analyses.fleet.prompt_risk import RiskModel, card_thresholds, fit_risk_model
 from ..analyses.fleet.prompt_threshold import METRICS, size_counts
-from ..analyses.fleet.sizing import card_name
 from ..analyses.window import window_params
 from ..load.sql import sql_text
 from ..units import format_bytes
@@ -37,7 +37,10 @@ def findings(
             con.sql(sql_text("q_prompt_spans"), params=params).pl(), on=["device_total", "capacity_bytes"], how="left"
         )
     )
-    return [_finding(row, model, ooms, since, until) for row in table.iter_rows(named=True)]
+    return [
+        _finding({**row, "card": total_label(con, row["device_total"])}, model, ooms, since, until)
+        for row in table.iter_rows(named=True)
+    ]
 
 
 # Every OOM request, and each card's first and last request, in the window: few rows, read once.
@@ -76,7 +79,7 @@ def _moment(value: object) -> datetime | None:
 
 def _subject(row: dict) -> str:
     """'A10 24 GB' or 'H200 141 GB with 4.51 GiB usable', plus the version when per version."""
-    name = card_name(row["device_total"])
+    name = row["card"]
     if row["capacity_bytes"] != row["device_total"]:
         name += f" with {format_bytes(row['capacity_bytes'], 'GiB')} usable"
     return name if row["scope"] == "card" else f"{name}, {row['model_version']}"
@@ -91,7 +94,7 @@ def _sentence(row: dict) -> str:
         else f" (with {format_bytes(row['capacity_bytes'], 'GiB')} usable beside other processes or a cap)"
     )
     return (
-        f"On {card_name(row['device_total'])} cards{usable} running {row['versions']}, {metric} above "
+        f"On {row['card']} cards{usable} running {row['versions']}, {metric} above "
         f"{row['threshold']:,.0f} fails {row['failure_rate_above']:.0%} of the time; cap it at "
         f"{row['cap']:,} (10 % below the largest clean success, {row['largest_success']:,})."
     )

@@ -7,8 +7,10 @@ from datetime import date, datetime, timedelta
 import duckdb
 import polars as pl
 
+from ..analyses.fleet.allocator_settings import AllocatorSettings, allocator_settings, settings_for
 from ..analyses.fleet.sizing import SAFETY, sizing
 from ..units import GIB, format_bytes
+from .allocator_advice import EMPTY_CACHE, cache_option, cache_spent, cache_step
 from .finding import Finding, Window
 
 
@@ -24,12 +26,30 @@ def findings(
     if table.is_empty():
         return []
     acted = table.filter(pl.col("action").is_in(["upgrade", "downsize", "fix_allocator"]))
+    sightings = allocator_settings(con, until)
     out = []
     for row in acted.iter_rows(named=True):
-        finding = _finding(row)
+        finding = _finding(_with_settings(row, sightings))
         if finding is not None:
             out.append(finding)
     return out
+
+
+def _with_settings(row: dict, sightings: pl.DataFrame) -> dict:
+    """An allocator fix's row with the allocator settings its device ran with at the end of the lookback and the
+    remedy they leave (`allocator_settings`, `allocator_step`); other rows as they are."""
+    if row["action"] != "fix_allocator":
+        return row
+    end = datetime.combine(row["lookback_end"] + timedelta(days=1), datetime.min.time())
+    settings: AllocatorSettings = settings_for(sightings, [row["instance"]], end)
+    option = cache_option(settings)
+    remedy = f"{option} or {EMPTY_CACHE}" if option else f"{EMPTY_CACHE} {cache_spent(settings)}"
+    return {
+        **row,
+        "allocator_settings": settings.as_metrics(),
+        "allocator_step": cache_step(settings),
+        "remedy": remedy,
+    }
 
 
 def _finding(row: dict) -> Finding | None:
@@ -50,7 +70,7 @@ def _finding(row: dict) -> Finding | None:
             datetime.combine(row["lookback_start"], datetime.min.time()),
             datetime.combine(row["lookback_end"] + timedelta(days=1), datetime.min.time()),
         ),
-        metrics={k: (v.isoformat() if isinstance(v, date) else v) for k, v in row.items()},
+        metrics={k: (v.isoformat() if isinstance(v, date) else v) for k, v in row.items() if k != "remedy"},
     )
 
 
@@ -93,8 +113,7 @@ def _advice(row: dict, target: str | None) -> str:
     if row["action"] == "fix_allocator":
         return (
             "Do not buy memory yet: the card is full of reserved-but-unallocated memory, not of tensors. "
-            "Try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True or empty_cache() between requests, "
-            f"then size again ({need}; {fit})."
+            f"Try {row['remedy']}, then size again ({need}; {fit})."
         )
     verb = "Move to a larger card" if row["action"] == "upgrade" else "Move to a smaller card"
     return f"{verb}: {need}; {fit}."

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..fields import FIELDS, Field, resolve_columns
+from ..fields import FIELDS, Field, column_unit, resolve_columns
 from ..load.sql import bind
 from ..parse.structured import Stage
 from .plausible import IMPLAUSIBLE_TIME
@@ -77,9 +77,12 @@ def field_source(source: str, duck_type: str) -> tuple[str, str]:
     return _as_text_sql(source, duck_type), "VARCHAR"
 
 
-def convert_sql(kind: str, source: str, duck_type: str) -> str:
+def convert_sql(kind: str, source: str, duck_type: str, per_unit: int = 1) -> str:
     """SQL converting `source` (of DuckDB type `duck_type`, after `field_source`) to the canonical kind;
-    NULL where the value does not convert (`_unreadable_sql` gives its reason)."""
+    NULL where the value does not convert (`_unreadable_sql` gives its reason). `per_unit`: the bytes one of a
+    byte field's bare numbers stands for (`fields.column_unit`)."""
+    if kind == "bytes" and per_unit != 1:
+        return _scaled_bytes_sql(source, duck_type, per_unit)
     if kind == "ts":
         return _ts_sql(source, duck_type)
     if _is_integer(duck_type) and kind in ("int", "bytes"):
@@ -89,6 +92,17 @@ def convert_sql(kind: str, source: str, duck_type: str) -> str:
     if kind == "text" and _is_text(duck_type):
         return f"nullif({source}, '')"
     return f"{_TEXT_MACROS[kind]}({source})"
+
+
+def _scaled_bytes_sql(source: str, duck_type: str, per_unit: int) -> str:
+    """Bytes from a column whose numbers are in a unit of `per_unit` bytes (MiB, GiB, ...), rounded to whole bytes
+    (81050.5 MiB is a whole number of bytes, 1.3 KiB is not). Through DOUBLE, exact for any size below 2^53
+    bytes; TRY_CAST, so that a number no BIGINT holds once scaled is a reject of its row, as it is unscaled. A
+    string with a unit of its own (`14.23 GiB`) keeps its unit (`oomlab_bytes_in`). `per_unit` is one of
+    oomlab's unit sizes (units.FIELD_UNITS), an integer written as such, never text from the log."""
+    if _is_numeric(duck_type):
+        return f"try_cast(round(CAST({source} AS DOUBLE) * {int(per_unit)}) AS BIGINT)"
+    return f"oomlab_bytes_in({source}, {int(per_unit)})"
 
 
 def _ts_sql(source: str, duck_type: str) -> str:
@@ -106,10 +120,10 @@ def _ts_sql(source: str, duck_type: str) -> str:
     return f"oomlab_ts_text(CAST({source} AS VARCHAR), $tz)"
 
 
-def _check_sql(field: Field, source: str, duck_type: str, converted: str) -> str:
+def _check_sql(field: Field, source: str, duck_type: str, converted: str, per_unit: int = 1) -> str:
     """A reject reason when a present value does not convert or, for a time, when it is no time a GPU log can
     carry; else NULL."""
-    unreadable = _unreadable_sql(field, source, duck_type, converted)
+    unreadable = _unreadable_sql(field, source, duck_type, converted, per_unit)
     if field.kind != "ts":
         return unreadable
     implausible = (
@@ -119,8 +133,11 @@ def _check_sql(field: Field, source: str, duck_type: str, converted: str) -> str
     return implausible if unreadable == "NULL" else f"coalesce({unreadable}, {implausible})"
 
 
-def _converts_always(kind: str, duck_type: str) -> bool:
-    """Conversions that cannot fail: text, times the reader typed, numbers within BIGINT, doubles as floats."""
+def _converts_always(kind: str, duck_type: str, per_unit: int = 1) -> bool:
+    """Conversions that cannot fail: text, times the reader typed, numbers within BIGINT, doubles as floats. A
+    byte field in a unit can fail: its numbers are multiplied, and a large one leaves BIGINT."""
+    if kind == "bytes" and per_unit != 1:
+        return False
     if kind == "text" or duck_type.startswith(("TIMESTAMP", "DATE")):
         return True
     if duck_type.startswith(_WITHIN_BIGINT) and kind in ("int", "bytes", "float"):
@@ -128,9 +145,9 @@ def _converts_always(kind: str, duck_type: str) -> bool:
     return kind == "float" and _is_numeric(duck_type)
 
 
-def _unreadable_sql(field: Field, source: str, duck_type: str, converted: str) -> str:
+def _unreadable_sql(field: Field, source: str, duck_type: str, converted: str, per_unit: int = 1) -> str:
     """A reject reason when a present value does not convert, else NULL."""
-    if _converts_always(field.kind, duck_type):
+    if _converts_always(field.kind, duck_type, per_unit):
         return "NULL"
     present = f"{source} IS NOT NULL"
     if _is_text(duck_type):
@@ -154,6 +171,7 @@ class Staged:
     sql: str
     params: dict[str, object]
     mapping: dict[str, list[str]]  # canonical field -> source columns it is read from
+    values: dict[str, str]  # canonical field -> SQL of its converted value over the stage (as `sql` selects it)
 
 
 def _field_sql(stage: Stage, field: Field, columns: list[str]) -> tuple[str, list[str]]:
@@ -161,9 +179,10 @@ def _field_sql(stage: Stage, field: Field, columns: list[str]) -> tuple[str, lis
     converted, checks = [], []
     for column in columns:
         source, duck_type = field_source(stage.column_sql(column), stage.columns[column])
-        value = convert_sql(field.kind, source, duck_type)
+        per_unit = column_unit(field, column)
+        value = convert_sql(field.kind, source, duck_type, per_unit)
         converted.append(value)
-        checks.append(_check_sql(field, source, duck_type, value))
+        checks.append(_check_sql(field, source, duck_type, value, per_unit))
     value = converted[0] if len(converted) == 1 else f"coalesce({', '.join(converted)})"
     return value, [c for c in checks if c != "NULL"]
 
@@ -236,4 +255,4 @@ def staged_select(stage: Stage, fields: tuple[Field, ...] = FIELDS, tz: str | No
         f"FROM {stage.relation}"
     )
     params = {**stage.params, "tz": tz}
-    return Staged(sql, bind(sql, params), mapping)
+    return Staged(sql, bind(sql, params), mapping, values)

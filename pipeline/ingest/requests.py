@@ -18,6 +18,8 @@ from ..parse import detect, structured
 from ..parse.facts import FileFacts
 from ..parse.oom.message import parse_oom_message
 from ..records import OomMessage
+from .alloc_conf import insert_request_settings
+from .byte_units import UnitMistake, check_byte_units
 from .normalize import Staged, staged_select
 
 _STAGE_TABLE = "ingest_copy"  # the temp table of _copy_in_file_order (a name no view of sql/ uses)
@@ -40,12 +42,16 @@ def ingest_structured(
     """
     work = structured.Workspace()
     labels = {"source_id": source_id, "instance": options.instance_for(path), "model_version": options.model_version}
+    source = path
     try:
         if kind == detect.JSON_ARRAY:
             path, kind = structured.json_array_to_lines(path, work), detect.JSONL
         rows, rejects = _load_rows(con, path, kind, labels, options, facts, work, robust)
         _insert_structured_ooms(con, labels)
+        insert_request_settings(con, source_id)  # beside the requests, not counted as rows of their own
         return rows, rejects
+    except UnitMistake as exc:  # named for the file the user gave (a JSON array is read from a copy)
+        raise InputError(str(source), exc.reason, hint=exc.hint) from None
     finally:
         work.close()
 
@@ -73,6 +79,7 @@ def _load_rows(
     try:
         stage = robust_stage(con)
         staged = staged_select(stage, options.fields, options.tz)
+        check_byte_units(con, stage, staged, options.fields)
         rows = _insert(con, "insert_requests", staged, labels)
         rejects = _insert(con, "insert_stage_rejects", staged, labels)
     except duckdb.Error as exc:
@@ -105,6 +112,7 @@ def _load_fast(
     staged = staged_select(stage, options.fields, options.tz)
     if "ts" not in staged.mapping:
         raise FastPathRefused  # the reader saw no timestamp column (e.g. lines that are not all objects)
+    check_byte_units(con, stage, staged, options.fields)  # before any row loads: a misread file loads none
     rows = _insert(con, "insert_requests", staged, labels)
     rejects = _insert(con, "insert_stage_rejects", staged, labels) if rows < total else 0
     con.execute(f"DROP TABLE {_STAGE_TABLE}")

@@ -12,6 +12,7 @@ import duckdb
 from ..config import IngestOptions
 from ..errors import EmptyInputError, FastPathRefused, OomlabError
 from ..load import tables as load
+from ..load.reconcile import reconcile_oom_sightings
 from ..parse import detect
 from ..parse.facts import HASH_ALGORITHM, FileFacts, facts_in_background, hash_of
 from ..records import FAILED, INGESTED, NOTHING_FOUND, SKIPPED, IngestReport, SourceResult
@@ -53,6 +54,7 @@ def ingest_files(
         progress.finish()
     if any(r.status == INGESTED for r in report.results):
         refresh_rule_occurrences(con)  # new data or new rules: runs of recurring jobs cover it all
+        reconcile_oom_sightings(con)  # new sightings may be of OOMs other files saw: one event per real OOM
     return report
 
 

@@ -1,6 +1,6 @@
 """Text logs: every OOM message found becomes an oom_events row (origin `message`); serving engines' start-up
-memory reports, read from the same pass, become engine_memory rows, and memory_summary() tables allocator_stats
-rows."""
+memory reports, read from the same pass, become engine_memory rows, memory_summary() tables allocator_stats
+rows, and lines that set PYTORCH_CUDA_ALLOC_CONF allocator_settings rows."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ import duckdb
 
 from ..config import IngestOptions
 from ..load import tables as load
+from ..parse.alloc_conf import SettingsScanner
 from ..parse.allocator import SummaryScanner
 from ..parse.text.textlog import scan_text_log
 from ..records import Reject, TextOom
+from .alloc_conf import insert_stated
 from .allocator import insert_moments
 from .plausible import split_plausible
 from .telemetry import insert_engine_memory, startup_scanner
@@ -38,10 +40,12 @@ def ingest_text_log(
     rejects: list[Reject] = []
     startup = startup_scanner(options)
     summaries = SummaryScanner(startup.clock)
+    settings = SettingsScanner(startup.clock)
 
     def on_window(window: Window) -> None:
         startup.window(window)
         summaries.window(window)
+        settings.window(window)
         if position is not None:
             position.fraction = window.progress
 
@@ -50,11 +54,13 @@ def ingest_text_log(
     found, dated_wrong = split_plausible(found, lambda f: f.ts, lambda f: f.line, lambda f: f.oom.message)
     reports, reports_wrong = split_plausible(startup.reports(), lambda r: r.ts, lambda r: r.line, str)
     moments, moments_wrong = split_plausible(summaries.moments(), lambda m: m.ts, lambda m: m.line, lambda m: "")
+    stated, stated_wrong = split_plausible(settings.found, lambda s: s.ts, lambda s: s.line, lambda s: s.variable)
     events = _event_columns(found, source_id, instance, options.model_version)
     rows = load.insert_oom_events(con, events, len(found))
     rows += insert_engine_memory(con, reports, source_id, instance)
     rows += insert_moments(con, moments, source_id, instance, options.at)
-    rejects = sorted(rejects + dated_wrong + reports_wrong + moments_wrong, key=lambda r: r.line or 0)
+    rows += insert_stated(con, stated, source_id, instance)
+    rejects = sorted(rejects + dated_wrong + reports_wrong + moments_wrong + stated_wrong, key=lambda r: r.line or 0)
     return rows, load.insert_rejects(con, source_id, rejects)
 
 

@@ -1,17 +1,19 @@
 """The readers that share one search of a text log (OOM messages, serving engines' start-up memory reports,
-memory_summary() tables), and that search started ahead of the ingest: this module loads no DuckDB."""
+memory_summary() tables, allocator settings), and that search started ahead of the ingest: this module loads no
+DuckDB."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ..parse.alloc_conf import SETTINGS_FINDER
 from ..parse.allocator import SUMMARY_FINDER
 from ..parse.telemetry.startup import FINDER as STARTUP_FINDER
 from ..parse.text import textscan
 from ..parse.text.textlog import OOM_FINDER
 
 # The readers beside the OOM scan's own (`scan_text_log(also=...)`)
-ALSO_READ = (STARTUP_FINDER, SUMMARY_FINDER)
+ALSO_READ = (STARTUP_FINDER, SUMMARY_FINDER, SETTINGS_FINDER)
 
 
 def search_text_log_ahead(path: str | Path) -> None:

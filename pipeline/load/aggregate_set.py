@@ -14,6 +14,7 @@ from ..errors import OomlabError
 from .aggregate import MANIFEST, RAW_TABLES, set_folder
 from .connection import bare_session
 from .lake import LAKE_TABLES, path_literal
+from .reconcile import reconcile_oom_sightings
 from .sql import apply_schema, names_in
 
 
@@ -28,6 +29,7 @@ def open_aggregate_set(agg: Path) -> duckdb.DuckDBPyConnection:
                 _load_table(con, table, agg / table)
         for name in names_in("aggregates"):
             _attach_aggregate(con, name, agg / name)
+        reconcile_oom_sightings(con)  # the lake keeps every sighting; one event per real OOM, as in a database
     except BaseException:
         con.close()
         raise

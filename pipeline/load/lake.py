@@ -35,6 +35,7 @@ LAKE_TABLES: dict[str, str | None] = {
     "engine_samples": "ts",
     "engine_memory": "ts",
     "allocator_stats": "ts",
+    "allocator_settings": "ts",
     "rejects": None,
     "calendar_rules": None,
     "job_occurrences": "start_ts",

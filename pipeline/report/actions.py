@@ -42,7 +42,8 @@ def action(finding: Finding, site: dict[str, Any] | None = None) -> str:
                 f" ({finding.window.recurring})" if finding.window and finding.window.recurring else ""
             )
         case "fragmentation":
-            return f"Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True on {_where(finding)}"
+            step = str(m.get("allocator_step") or "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+            return f"{step[0].upper()}{step[1:]} on {_where(finding)}"
         case "sizing":
             return f"Resize {_where(finding)} ({m.get('card', 'its card')}): {m.get('action', 'review')}"
         case "external_pressure":

@@ -34,7 +34,7 @@ def most_important_oom(
     con: duckdb.DuckDBPyConnection, findings: list[dict[str, Any]], since: datetime, until: datetime
 ) -> int | None:
     """The latest OOM in the window whose cause and place bear out the top-ranked finding that has one."""
-    events = classify_ooms(con, since, until).filter(pl.col("ts").is_not_null() & pl.col("duplicate_of").is_null())
+    events = classify_ooms(con, since, until).filter(pl.col("ts").is_not_null())
     for finding in findings:
         causes = CAUSES_OF.get(finding["kind"])
         if causes is None:
@@ -53,7 +53,7 @@ def important_ooms(
 ) -> list[int]:
     """Up to `count` OOMs of the window, most important first: for each finding in rank order the latest OOM
     that bears it out (as `most_important_oom` picks one), then the latest of the rest."""
-    events = classify_ooms(con, since, until).filter(pl.col("ts").is_not_null() & pl.col("duplicate_of").is_null())
+    events = classify_ooms(con, since, until).filter(pl.col("ts").is_not_null())
     chosen: list[int] = []
     for finding in findings:
         if len(chosen) >= count:
@@ -78,8 +78,7 @@ def oom_with_snapshot(con: duckdb.DuckDBPyConnection) -> int | None:
     """The logged OOM a snapshot also recorded (a leak's first, when there is one): its incident page shows the
     snapshot view."""
     events = classify_ooms(con)
-    recorded = events.filter(pl.col("duplicate_of").is_not_null())["duplicate_of"].unique().to_list()
-    logged = events.filter(pl.col("event_id").is_in(recorded))
+    logged = events.filter(pl.col("origins").list.contains("snapshot") & (pl.col("sightings") > 1))
     if logged.is_empty():
         return None
     ranked = logged.with_columns((pl.col("cause") == "leak").alias("_leak"))

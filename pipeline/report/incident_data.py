@@ -12,7 +12,8 @@ import duckdb
 import polars as pl
 
 from ..analyses.fleet.allocator_series import allocator_series, instance_moments
-from ..analyses.fleet.classify import SNAPSHOT_MATCH, classify_ooms
+from ..analyses.fleet.allocator_settings import instance_settings
+from ..analyses.fleet.classify import classify_ooms
 from ..errors import OomlabError
 from ..load.sql import sql_text
 from .downsample import downsample
@@ -20,6 +21,8 @@ from .formatting import file_name
 from .incident_snapshot import snapshot_view
 from .next_steps import next_steps
 
+# The classification runs up to the event itself: [since, until) ends just after it.
+_JUST_AFTER = timedelta(microseconds=1)
 # The hours around an OOM that its timeline shows.
 CONTEXT = timedelta(hours=3)
 SIMILAR = 10
@@ -49,9 +52,9 @@ MESSAGE_FIELDS: tuple[tuple[str, str, str], ...] = (
 def resolve_event(
     con: duckdb.DuckDBPyConnection, event_id: int | None, instance: str | None, at: datetime | None
 ) -> int:
-    """The event id asked for: given, or the OOM of `instance` nearest to `at`."""
+    """The event id asked for: given (any of its sightings' ids), or the OOM of `instance` nearest to `at`."""
     if event_id is not None:
-        return event_id
+        return int(con.sql(sql_text("q_incident_event_key"), params={"event_id": event_id}).fetchall()[0][0])
     rows = con.sql(sql_text("q_incident_nearest"), params={"instance": instance, "at": at}).fetchall()
     if not rows:
         raise OomlabError(
@@ -67,10 +70,10 @@ def incident_data(
     """Everything the incident page shows about one OOM."""
     event = _event(con, resolve_event(con, event_id, instance, at))
     ts: datetime | None = event["ts"]
-    # up to the moment a snapshot of the same failure could have been stamped, so its copy is linked
-    classified = classify_ooms(con, None, ts + SNAPSHOT_MATCH if ts else None)
+    classified = classify_ooms(con, None, ts + _JUST_AFTER if ts else None)
     verdict = _verdict(classified, event["event_id"])
-    snapshot = snapshot_view(con, _snapshot_id(con, event, classified), event["requested_bytes"])
+    snapshot_id = None if event.get("snapshot_id") is None else int(event["snapshot_id"])
+    snapshot = snapshot_view(con, snapshot_id, event["requested_bytes"])
     return {
         "report": "incident",
         "event": {k: v for k, v in event.items() if k not in {"message"}},
@@ -81,7 +84,7 @@ def incident_data(
         "snapshot": snapshot,
         "allocator": allocator_view(con, event["instance"]),
         "similar": similar_incidents(classified, event),
-        "next_steps": next_steps(verdict, event, snapshot),
+        "next_steps": next_steps(verdict, event, snapshot, instance_settings(con, event["instance"], ts)),
     }
 
 
@@ -134,17 +137,6 @@ def _verdict(classified: pl.DataFrame, event_id: int) -> dict[str, Any]:
     return rows.row(0, named=True)
 
 
-def _snapshot_id(con: duckdb.DuckDBPyConnection, event: dict[str, Any], classified: pl.DataFrame) -> int | None:
-    """The snapshot that recorded this failure: the event's own, or one whose OOM repeats it."""
-    if event.get("snapshot_id") is not None:
-        return int(event["snapshot_id"])
-    copies = classified.filter(pl.col("duplicate_of") == event["event_id"])["event_id"].to_list()
-    if not copies:
-        return None
-    rows = con.sql(sql_text("q_incident_snapshot_of"), params={"event_ids": copies}).fetchall()
-    return int(rows[0][0]) if rows else None
-
-
 def timeline(con: duckdb.DuckDBPyConnection, event: dict[str, Any]) -> dict[str, Any]:
     """Requests, memory, GPU telemetry, OOMs and scheduled jobs on the instance in the hours around the OOM."""
     params = {"instance": event["instance"], "since": event["ts"] - CONTEXT, "until": event["ts"] + CONTEXT}
@@ -176,8 +168,6 @@ def similar_incidents(classified: pl.DataFrame, event: dict[str, Any]) -> list[d
     same_place = pl.col("instance") == event["instance"]
     if event["model_version"] is not None:
         same_place = same_place | (pl.col("model_version") == event["model_version"])
-    earlier = classified.filter(
-        (pl.col("cause") == cause) & same_place & (pl.col("ts") < event["ts"]) & pl.col("duplicate_of").is_null()
-    )
+    earlier = classified.filter((pl.col("cause") == cause) & same_place & (pl.col("ts") < event["ts"]))
     keep = ["event_id", "ts", "instance", "model_version", "cause", "requested_bytes", "tokens", "evidence"]
     return earlier.sort(["ts", "event_id"], descending=True).head(SIMILAR).select(keep).to_dicts()

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..analyses.fleet.allocator_settings import AllocatorSettings
+from ..findings.allocator_advice import EXPANDABLE, fragmentation_step
 from .formatting import size
 
-EXPANDABLE = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
 
-
-def next_steps(verdict: dict[str, Any], event: dict[str, Any], snapshot: dict[str, Any] | None) -> list[str]:
-    """Ordered steps for the cause the classifier found, then what would confirm it."""
-    steps = list(_by_cause(verdict, event, snapshot))
+def next_steps(
+    verdict: dict[str, Any],
+    event: dict[str, Any],
+    snapshot: dict[str, Any] | None,
+    settings: AllocatorSettings | None = None,
+) -> list[str]:
+    """Ordered steps for the cause the classifier found, then what would confirm it; `settings` are the allocator
+    options the instance ran with (an option already on is not advised again)."""
+    steps = list(_by_cause(verdict, event, snapshot, settings or AllocatorSettings()))
     if snapshot is None:
         steps.append(
             "Capture a snapshot on the next OOM (oomlab.capture with snapshots on) to see the allocator's "
@@ -20,7 +26,9 @@ def next_steps(verdict: dict[str, Any], event: dict[str, Any], snapshot: dict[st
     return steps
 
 
-def _by_cause(verdict: dict[str, Any], event: dict[str, Any], snapshot: dict[str, Any] | None) -> list[str]:
+def _by_cause(
+    verdict: dict[str, Any], event: dict[str, Any], snapshot: dict[str, Any] | None, settings: AllocatorSettings
+) -> list[str]:
     cause = verdict.get("cause")
     instance, version = event.get("instance"), event.get("model_version") or "this model version"
     requested = size(event.get("requested_bytes"))
@@ -32,6 +40,10 @@ def _by_cause(verdict: dict[str, Any], event: dict[str, Any], snapshot: dict[str
             f"Until then, restart {instance} before the baseline reaches the card, or roll back {version}.",
         ]
     if cause == "fragmentation":
+        unallocated = size(event.get("reserved_unallocated_bytes"))
+        step = fragmentation_step(settings, str(instance), unallocated)
+        if step.setting != "expandable_segments":
+            return [f"{step.advice[0].upper()}{step.advice[1:]}."]
         return [
             f"Set {EXPANDABLE} on {instance}: {size(event.get('reserved_unallocated_bytes'))} was reserved but "
             f"unallocated, yet no free block fit {requested}.",

@@ -10,6 +10,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import OomlabError
+from ..fields import Mapped, mapping_from_table
 
 TOP_KEYS = {
     "database",
@@ -33,7 +34,7 @@ class InputGroup:
     model_version: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
     tz: str | None = None
-    fields_map: dict[str, str] = field(default_factory=dict)
+    fields_map: dict[str, Mapped] = field(default_factory=dict)
     mapping: str | None = None
     columns: tuple[str, ...] = ()
 
@@ -122,8 +123,12 @@ def _input(path: Path, key: str, entry: dict[str, Any], where: Any) -> InputGrou
     if not isinstance(tags, dict) or not all(isinstance(v, str) for v in tags.values()):
         raise ConfigError(path, f"{key}.tags", 'must be a table of strings, e.g. tags = {team = "search"}')
     fields_map = entry.get("map", {})
-    if not isinstance(fields_map, dict) or not all(isinstance(v, str) for v in fields_map.values()):
+    if not isinstance(fields_map, dict):
         raise ConfigError(path, f"{key}.map", 'must be a table canonical = "theirs", e.g. map = {ts = "time"}')
+    try:  # entries as in a --mapping file: a name, or { field = "theirs", unit = "MiB" } for a byte field
+        fields_map = mapping_from_table(fields_map, f"{key}.map")
+    except OomlabError as exc:
+        raise ConfigError(path, None, exc.message) from None
     tz = entry.get("tz")
     if tz is not None:
         _check_tz(path, f"{key}.tz", _string(path, f"{key}.tz", tz))

@@ -26,13 +26,20 @@ SELECT
     coalesce(o.reserved_unallocated_bytes,
              o.reserved_bytes - coalesce(o.allocated_by_pytorch_bytes, o.already_allocated_bytes))
         AS reserved_unallocated_bytes,
-    o.process_in_use_bytes,
-    o.process_in_use_bytes
+    -- a listed process that is this process seen through a PID namespace (stg_oom_sightings) says what it holds
+    coalesce(o.process_in_use_bytes, o.self_bytes) AS process_in_use_bytes,
+    coalesce(o.process_in_use_bytes, o.self_bytes)
         - coalesce(o.reserved_bytes, o.allocated_by_pytorch_bytes + o.reserved_unallocated_bytes)
         AS non_pytorch_bytes,
-    CASE WHEN o.other_processes IS NULL THEN NULL
-         ELSE coalesce(list_sum([p.in_use_bytes FOR p IN o.other_processes]), 0)::BIGINT END AS other_bytes,
-    [p.pid FOR p IN o.other_processes] AS other_pids,
+    CASE WHEN o.neighbours IS NULL THEN NULL
+         ELSE coalesce(list_sum([p.in_use_bytes FOR p IN o.neighbours]), 0)::BIGINT END AS other_bytes,
+    [p.pid FOR p IN o.neighbours] AS other_pids,
+    o.self_pid,
+    o.self_basis,
+    o.sightings,
+    o.origins,
+    o.snapshot_ts,
+    o.snapshot_requested_bytes,
     o.batch_size,
     o.input_sequence_length,
     o.output_sequence_length,

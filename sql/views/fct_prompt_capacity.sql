@@ -16,8 +16,8 @@ ooms AS (
         instance,
         coalesce(gpu_index, 0) AS gpu_index,
         count(*) AS ooms,
-        count(*) FILTER (WHERE len(other_processes) > 0) AS neighbour_ooms,
-        median(list_sum(list_transform(other_processes, lambda p: p.in_use_bytes)))::BIGINT AS neighbour_bytes,
+        count(*) FILTER (WHERE len(neighbours) > 0) AS neighbour_ooms,
+        median(list_sum(list_transform(neighbours, lambda p: p.in_use_bytes)))::BIGINT AS neighbour_bytes,
         max(allowed_bytes) AS cap_bytes
     FROM stg_oom_events
     WHERE instance IS NOT NULL

@@ -78,7 +78,11 @@ sized AS (
         coalesce(r.allocated_before - b.deployment_baseline, 0) <= RAISED_BASELINE_BYTES() AS at_fresh_baseline,
         k.input_cost,
         k.tokens_cost,
-        r.is_oom AND coalesce(array_length(e.other_processes), 0) > 0 AS names_neighbour,
+        -- a listed process is a neighbour for sure only beside PyTorch's own "this process" clause: without it the
+        -- one listed may be this process seen through a PID namespace (stg_oom_sightings tells them apart; this
+        -- per-row reading stays portable to the aggregate tier's engines)
+        r.is_oom AND coalesce(array_length(e.other_processes), 0) > 0 AND e.process_in_use_bytes IS NOT NULL
+            AS names_neighbour,
         coalesce(e.reserved_unallocated_bytes, r.reserved_memory - r.allocator_allocated)
             AS reserved_unallocated_bytes,
         coalesce(e.requested_bytes, r.requested_size) AS requested_bytes,
@@ -91,7 +95,7 @@ sized AS (
         ON b.instance = r.instance AND b.gpu_index = r.gpu_index
        AND b.model_version IS NOT DISTINCT FROM r.model_version
     LEFT JOIN usable_costs AS k ON k.model_version IS NOT DISTINCT FROM r.model_version
-    LEFT JOIN stg_oom_events AS e
+    LEFT JOIN oom_events AS e
         ON e.origin = 'structured' AND e.source_id = r.source_id AND e.line = r.line
     WHERE r.device_total > 0 AND r.instance IS NOT NULL
       AND r.batch_size > 0 AND r.input_sequence_length > 0

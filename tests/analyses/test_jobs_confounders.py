@@ -1,5 +1,5 @@
 """Jobs against what else happens at their hours, on the harness's seeded scenario fleets
-(`sample_logs/generate.py --scenario --seed S`, the truths they write say what was planted):
+(`sample_logs/generate.py --scenario --classic --seed S`, the truths they write say what was planted):
 
 - 47014: `batch-eval` (`infer-c-*`, a 61 GiB process) while the control hosts infer-b-2/3 run `reindex`
   at overlapping hours; a control host running another job then is no control.
@@ -29,7 +29,7 @@ import generate
 
 def _effects(tmp_path_factory: pytest.TempPathFactory, seed: int) -> tuple[dict, dict[str, dict]]:
     out = tmp_path_factory.mktemp(f"fleet{seed}") / "fleet"
-    assert generate.main(["--scenario", "--seed", str(seed), "--out", str(out)]) == 0
+    assert generate.main(["--scenario", "--classic", "--seed", str(seed), "--out", str(out)]) == 0
     truths = json.loads((out / "truths.json").read_text())
     db = out.parent / "fleet.duckdb"
     api.ingest(db, [str(out)], IngestOptions(tz=truths["time"]["ingest_tz"]))

@@ -1,6 +1,6 @@
 """A job blamed against a control that is itself elevated at the job's hours: only beyond the control's lift.
 
-The fleet is the harness's seeded scenario 7017 (`sample_logs/generate.py --scenario --seed 7017`, full
+The fleet is the harness's seeded scenario 7017 (`sample_logs/generate.py --scenario --classic --seed 7017`, full
 traffic): `batch-eval` (`a10-*`, 23:05 for 68 min) starts a 10.1 GiB process on both A10s, while the T4s that
 do not run it leak and fail most near the fleet's traffic peak at 03:00, so at the job's hours they too fail
 twice as often as the rest of the day (a control lift of 2.2, p 1e-4, counting every OOM). The job's hosts failed
@@ -30,7 +30,7 @@ import generate
 @pytest.fixture(scope="module")
 def effects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     out = tmp_path_factory.mktemp("elevated") / "fleet"
-    assert generate.main(["--scenario", "--seed", "7017", "--out", str(out)]) == 0
+    assert generate.main(["--scenario", "--classic", "--seed", "7017", "--out", str(out)]) == 0
     truths = json.loads((out / "truths.json").read_text())
     assert {c["subject"] for c in truths["causes"] if c["kind"] == "scheduled_job"} == {"job batch-eval"}
     db = out.parent / "fleet.duckdb"

@@ -106,13 +106,16 @@ def test_the_last_line_and_the_table(
     instances = [{"name": "a10-01"}]
     counts = {"requests": 10, "requests_in_text_logs": 0, "oom_events": 1}
     fleet = {**TRUTHS, "instances": instances, "counts": counts}
-    monkeypatch.setattr(truth, "run_fleet", lambda seed, work: (fleet, FINDINGS, "0 s"))
+    monkeypatch.setattr(truth, "run_fleet", lambda seed, work, shapes=(): (fleet, FINDINGS, "0 s"))
     assert truth.main(["--fleets", "2", "--seed", "5", "--dir", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     # two identical fleets: 10 of 16 findings right, 10 of 14 causes found
     assert lines[-1] == "truth: precision 0.62 recall 0.71 decoys 2 over 2 fleets (seed 5)"
     row = next(line for line in lines if line.startswith("leak "))
-    assert row.split() == ["leak", "4", "2", "4", "2", "0.50", "0.50"]
+    # the leak's finding states no OOM count (metrics.leak_ooms): counted, and failed
+    assert row.split() == ["leak", "4", "2", "4", "2", "0.50", "0.50", "40", "0", "-100.0%", "0/2"]
+    assert "  count: leak model_version chat-7b-v1.1: no OOM count stated (leak_ooms), 20 planted" in lines
+    assert "counts: 0 of 10 found causes within 5% of the OOMs planted (10 off or not stated)" in lines
 
 
 def test_nothing_to_measure_fails(
@@ -124,7 +127,101 @@ def test_nothing_to_measure_fails(
         "instances": [],
         "counts": {"requests": 0, "requests_in_text_logs": 0, "oom_events": 0},
     }
-    monkeypatch.setattr(truth, "run_fleet", lambda seed, work: (empty, FINDINGS, "0 s"))
+    monkeypatch.setattr(truth, "run_fleet", lambda seed, work, shapes=(): (empty, FINDINGS, "0 s"))
     assert truth.main(["--fleets", "1", "--dir", str(tmp_path)]) == 2
     captured = capsys.readouterr()
     assert "truth: precision" not in captured.out and "recall cannot be measured" in captured.err
+
+
+def test_each_found_cause_s_oom_count_against_the_planted_count() -> None:
+    truths = {
+        "causes": [
+            _cause("leak", "model_version chat-7b-v1.1", {"model_version": "chat-7b-v1.1"}, ooms=100),
+            _cause("scheduled_job", "job reindex", {"job": "reindex"}, ooms=40),
+            _cause("capacity", "card 21.96 GiB", {"device_total": A10}, ooms=50),
+            _cause("prompt_threshold", "A10, v1.0", {"device_total": A10, "model_version": "v1.0"}, ooms=30),
+            _cause("prompt_threshold", "A10, v1.1", {"device_total": A10, "model_version": "v1.1"}, False, ooms=5),
+        ],
+        "decoys": [],
+    }
+    findings = [
+        _finding("leak", "model_version chat-7b-v1.1", leak_ooms=104),  # +4 %: within 5 %
+        _finding("scheduled_job", "job reindex", ooms_in=80),  # every OOM counted twice (two logs)
+        _finding("capacity", "card 21.96 GiB", card="21.96 GiB"),  # states no count
+        # one threshold for the whole card speaks for both versions' thresholds (35 planted)
+        _finding("prompt_threshold", "A10 24 GB", device_total=A10, model_version=None, ooms_above_threshold=35),
+    ]
+    score = truth.score(truths, findings)
+    got = {(c.kind, c.planted, c.found, c.ok) for c in score.counts}
+    assert got == {
+        ("leak", 100, 104, True),
+        ("scheduled_job", 40, 80, False),
+        ("capacity", 50, None, False),
+        ("prompt_threshold", 35, 35, True),
+    }
+    assert score.kinds["scheduled_job"].counted == 1 and score.kinds["scheduled_job"].counts_ok == 0
+    threshold = next(c for c in score.counts if c.kind == "prompt_threshold")
+    assert threshold.subject == "A10, v1.0 and 1 more causes of its finding"
+    assert [c.line() for c in score.counts if c.kind == "scheduled_job"] == [
+        "scheduled_job job reindex: 80 OOMs found, 40 planted (+100.0%, off by more than 5%)"
+    ]
+    row = next(r for r in truth.table(score) if r.startswith("all "))
+    assert row.split()[-4:] == ["225", "219", "-2.7%", "2/4"]
+
+
+def test_a_device_is_its_node_or_gpu_uuid_never_a_pod() -> None:
+    uuid = "GPU-fae2783d-8ffe-d2bb-3d16-afcc42bf1df9"
+    truths = {
+        "causes": [
+            _cause("fragmentation", "instance node-b-3", {"instance": "node-b-3", "gpu_uuid": uuid}),
+            _cause("external_pressure", "instance node-a-1", {"instance": "node-a-1"}),
+        ],
+        "decoys": [],
+    }
+    findings = [
+        _finding("fragmentation", f"instance {uuid}", ooms=20),
+        _finding("external_pressure", "neighbour on instance node-a-1", ooms=20),
+        _finding("external_pressure", "neighbour on instance chat-infer-7c9f8d6b45-xk2p9", ooms=3),  # a pod
+    ]
+    score = truth.score(truths, findings)
+    assert score.missed == [] and score.false_positives == [
+        "external_pressure neighbour on instance chat-infer-7c9f8d6b45-xk2p9"
+    ]
+
+
+def test_a_card_total_read_from_a_gib_field_matches_within_its_rounding() -> None:
+    truths = {"causes": [_cause("prompt_threshold", "L40S", {"device_total": 47_697_362_944, "model_version": "x"})]}
+    near = _finding("prompt_threshold", "L40S", device_total=round(44.42 * (1 << 30)), model_version="x")
+    other = _finding("prompt_threshold", "L40S", device_total=round(44.52 * (1 << 30)), model_version="x")
+    assert truth.score(truths, [near]).kinds["prompt_threshold"].true_positives == 1
+    assert truth.score(truths, [other]).kinds["prompt_threshold"].true_positives == 0
+
+
+@pytest.mark.parametrize(
+    ("flags", "options"),
+    [([], ()), (["--classic"], ("--classic",)), (["--shapes", "units,echo"], ("--shapes=units,echo",))],
+)
+def test_the_shape_flags_reach_the_generator(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, flags: list[str], options: tuple[str, ...]
+) -> None:
+    seen = []
+    fleet = {**TRUTHS, "instances": [], "counts": {"requests": 1, "requests_in_text_logs": 0, "oom_events": 1}}
+
+    def run(seed: int, work: Path, shapes: tuple[str, ...] = ()) -> tuple:
+        seen.append(shapes)
+        return fleet, FINDINGS, "0 s"
+
+    monkeypatch.setattr(truth, "run_fleet", run)
+    assert truth.main(["--fleets", "1", "--dir", str(tmp_path), *flags]) == 0
+    assert seen == [options]
+
+
+def test_a_shaped_fleet_is_scored_under_each_of_its_shapes(capsys: pytest.CaptureFixture[str]) -> None:
+    shaped = {**TRUTHS, "generator": {"shapes": {"drawn": ["kubernetes", "units"]}}}
+    fleets = [(shaped, truth.score(shaped, FINDINGS)), (TRUTHS, truth.score(TRUTHS, FINDINGS))]
+    rows = {r.split()[0]: r.split()[1:] for r in truth.shape_table(fleets)[1:]}
+    assert rows == {
+        "classic": ["1", "0.62", "0.71", "0/5", "1"],
+        "kubernetes": ["1", "0.62", "0.71", "0/5", "1"],
+        "units": ["1", "0.62", "0.71", "0/5", "1"],
+    }

@@ -1,5 +1,6 @@
-"""Randomised scenario fleets (`sample_logs/generate.py --scenario`): physically consistent, the same bytes
-for the same seed, and a truths.json that lists what was planted."""
+"""Randomised classic scenario fleets (`sample_logs/generate.py --scenario --classic`): physically consistent,
+the same bytes for the same seed, and a truths.json that lists what was planted. The shapes a fleet may also
+take are tested in test_scenario_shapes.py."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ MESSAGE = re.compile(
 
 
 def _generate(out: Path, seed: int = SEED) -> Path:
-    argv = ["--scenario", "--seed", str(seed), "--traffic", str(TRAFFIC), "--out", str(out)]
+    argv = ["--scenario", "--classic", "--seed", str(seed), "--traffic", str(TRAFFIC), "--out", str(out)]
     assert generate.main(argv) == 0
     return out
 

@@ -23,6 +23,7 @@ TIME_TABLES = {
     "engine_samples": "ts",
     "engine_memory": "ts",
     "allocator_stats": "ts",
+    "allocator_settings": "ts",
     "job_occurrences": "end_ts",
 }
 

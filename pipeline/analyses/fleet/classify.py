@@ -23,10 +23,8 @@ from . import leaks
 from .classify_rules import OomFacts, Verdict, decide
 from .oom_limits import instance_limits, token_cost
 
-# A snapshot's `oom` entry and a log's message about the same failure are stamped by different clocks.
-SNAPSHOT_MATCH = timedelta(seconds=2)
 # Rules too weak to stand against a snapshot that shows the allocator's actual layout.
-_WEAK_RULES = frozenset({"slack_fragmentation", "transient", "message_capacity", "none", "no_numbers"})
+_WEAK_RULES = frozenset({"nearly_full_cache", "transient", "message_capacity", "none", "no_numbers"})
 
 RESULT_SCHEMA: dict[str, pl.DataType] = {
     "event_id": pl.Int64(),
@@ -55,7 +53,9 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
     "card": pl.Utf8(),
     "card_limit_bytes": pl.Int64(),
     "lifetime": pl.Int64(),
-    "duplicate_of": pl.Int64(),
+    "sightings": pl.Int64(),
+    "origins": pl.List(pl.Utf8()),
+    "self_pid": pl.Int64(),
     "neighbours_seen_by": pl.Utf8(),
 }
 
@@ -70,15 +70,14 @@ def classify_ooms(
     """One row per OOM event in [since, until): cause, confidence, evidence and the numbers behind them.
 
     `lives` is `leaks.lifetimes(con, None, until)` when the caller has it already: the lifetimes give each
-    OOM its starting baseline, so they are read from before `since` too. `duplicate_of` names the log event
-    a snapshot's OOM repeats (count one of them).
+    OOM its starting baseline, so they are read from before `since` too. An event is one real OOM however
+    many files saw it (stg_oom_events): `sightings` counts them, `origins` names their kinds.
     """
     events = con.sql(sql_text("q_oom_context"), params={"since": since, "until": until}).pl()
     if events.is_empty():
         return pl.DataFrame(schema=RESULT_SCHEMA)
     lives = leaks.lifetimes(con, None, until) if lives is None else lives
     events = _with_needs(_with_lifetimes(_with_limits(con, _with_telemetry(con, events)), lives))
-    events = _link_snapshots(events)
     snapshots = _snapshot_verdicts(con, events)
     verdicts = [_verdict(row, snapshots) for row in events.iter_rows(named=True)]
     return _result(events, verdicts)
@@ -168,44 +167,20 @@ def _with_needs(events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _link_snapshots(events: pl.DataFrame) -> pl.DataFrame:
-    """For each snapshot OOM, the log event on the same instance within SNAPSHOT_MATCH (its duplicate)."""
-    snaps = events.filter(pl.col("origin") == "snapshot").select("event_id", "instance", "gpu_index", "ts")
-    logs = (
-        events.filter((pl.col("origin") != "snapshot") & pl.col("ts").is_not_null())
-        .select(pl.col("event_id").alias("duplicate_of"), "instance", "gpu_index", "ts")
-        .sort("ts")
-    )
-    if snaps.is_empty() or logs.is_empty():
-        return events.with_columns(pl.lit(None, pl.Int64).alias("duplicate_of"))
-    pairs = snaps.sort("ts").join_asof(
-        logs,
-        on="ts",
-        by=["instance", "gpu_index"],
-        strategy="nearest",
-        tolerance=SNAPSHOT_MATCH,
-        check_sortedness=False,
-    )
-    return events.join(pairs.select("event_id", "duplicate_of"), on="event_id", how="left")
-
-
 def _snapshot_verdicts(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> dict[int, tuple[str, str]]:
-    """(cause, explanation) of every snapshot OOM, keyed by its event and by the log event it repeats."""
+    """(cause, explanation) of every event a snapshot recorded, from the allocator's replayed state at its
+    `oom` entry (found by the snapshot's own time and size of it: stg_oom_events.snapshot_ts)."""
     out: dict[int, tuple[str, str]] = {}
-    snaps = events.filter((pl.col("origin") == "snapshot") & pl.col("snapshot_id").is_not_null())
+    snaps = events.filter(pl.col("snapshot_id").is_not_null() & pl.col("snapshot_ts").is_not_null())
     for (snapshot_id,), rows in snaps.group_by(["snapshot_id"]):
         peak = rows["device_total_bytes"].max()
         total = None if peak is None else int(cast(int, peak))
         moments = oom_moments(con, int(cast(int, snapshot_id)), total)
         by_time = {(m.time_us, m.requested_bytes): m for m in moments}
         for row in rows.sort("event_id").iter_rows(named=True):
-            key = (_epoch_us(row["ts"]), row["requested_bytes"])
-            moment = by_time.get(key)
-            if moment is None:
-                continue
-            out[row["event_id"]] = (moment.cause, moment.explanation)
-            if row["duplicate_of"] is not None:
-                out.setdefault(row["duplicate_of"], (moment.cause, moment.explanation))
+            moment = by_time.get((_epoch_us(row["snapshot_ts"]), row["snapshot_requested_bytes"]))
+            if moment is not None:
+                out[row["event_id"]] = (moment.cause, moment.explanation)
     return out
 
 
@@ -269,6 +244,7 @@ def _facts(row: dict, snapshot: tuple[str, str] | None) -> OomFacts:
         snapshot=snapshot,
         other_seen_at=row["seen_at"],
         other_names=tuple(row["seen_other_names"] or ()),
+        self_basis=row["self_basis"],
     )
 
 
@@ -290,31 +266,5 @@ def _result(events: pl.DataFrame, verdicts: list[Verdict]) -> pl.DataFrame:
             "rule": pl.Utf8,
         },
     )
-    frame = _inherit_duplicates(pl.concat([events, decided], how="horizontal"))
+    frame = pl.concat([events, decided], how="horizontal")
     return frame.select(pl.col(c).cast(t) for c, t in RESULT_SCHEMA.items()).sort(["ts", "event_id"])
-
-
-def _inherit_duplicates(frame: pl.DataFrame) -> pl.DataFrame:
-    """A snapshot's record of a logged failure takes that failure's cause; its reading stays as evidence."""
-    logged = frame.select(
-        pl.col("event_id").alias("duplicate_of"),
-        pl.col("cause").alias("logged_cause"),
-        pl.col("confidence").alias("logged_confidence"),
-        pl.col("contributing").alias("logged_contributing"),
-    )
-    frame = frame.join(logged, on="duplicate_of", how="left")
-    dup = pl.col("duplicate_of").is_not_null() & pl.col("logged_cause").is_not_null()
-    evidence = pl.concat_str(
-        pl.lit("the snapshot's record of event "),
-        pl.col("duplicate_of").cast(pl.Utf8),
-        pl.lit(" ("),
-        pl.col("evidence"),
-        pl.lit(")"),
-    )
-    return frame.with_columns(
-        pl.when(dup).then(pl.col("logged_cause")).otherwise(pl.col("cause")).alias("cause"),
-        pl.when(dup).then(pl.col("logged_confidence")).otherwise(pl.col("confidence")).alias("confidence"),
-        pl.when(dup).then(pl.col("logged_contributing")).otherwise(pl.col("contributing")).alias("contributing"),
-        pl.when(dup).then(evidence).otherwise(pl.col("evidence")).alias("evidence"),
-        pl.when(dup).then(pl.lit("duplicate")).otherwise(pl.col("rule")).alias("rule"),
-    )

@@ -9,7 +9,7 @@ neighbour's memory? Whatever removes the failure is the cause.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from ...units import MIB, format_bytes_short
@@ -66,6 +66,7 @@ class OomFacts:
     snapshot: tuple[str, str] | None
     other_seen_at: datetime | None = None  # set when the neighbours come from nvidia-smi, not the message
     other_names: tuple[str, ...] = ()
+    self_basis: str | None = None  # why a listed process is this one (stg_oom_sightings), None when none is
 
     @property
     def excess(self) -> int:
@@ -251,16 +252,19 @@ def preallocated_pool(f: OomFacts) -> Verdict | None:
     return Verdict("preallocated_pool", 0.7, text, "preallocated_pool")
 
 
-def slack_fragmentation(f: OomFacts) -> Verdict | None:
-    """Cached-but-free memory covered the request, but only as scattered slack of a full cache."""
+def nearly_full_cache(f: OomFacts) -> Verdict | None:
+    """Cached-but-free memory covered the request, but only as the slack every caching allocator keeps: the
+    cache and the card were full, so defragmenting would have bought this request and not the next one."""
     if f.unallocated is None or f.requested is None or f.unallocated < f.requested:
         return None
+    if f.free is not None and f.free >= f.requested:
+        return None  # the card had room: not a full card (a cap decides earlier, when one is stated)
     text = (
-        f"{size(f.unallocated)} reserved but unallocated covered the {size(f.requested)} request, "
-        f"but it is under {FRAGMENTED_SLACK_SHARE:.0%} of the {size(f.reserved)} reserved: a nearly "
-        f"full cache"
+        f"{size(f.unallocated)} reserved but unallocated covered the {size(f.requested)} request, but only as the "
+        f"slack of a full cache: {size(f.unallocated - f.requested)} beyond it, under "
+        f"{FRAGMENTED_SLACK_SHARE:.0%} of the {size(f.reserved)} reserved, and {size(f.free)} free on the card"
     )
-    return Verdict("fragmentation", 0.5, text, "slack_fragmentation")
+    return Verdict("capacity", 0.6, text, "nearly_full_cache")
 
 
 def transient(f: OomFacts) -> Verdict | None:
@@ -301,16 +305,18 @@ RULES: tuple[Callable[[OomFacts], Verdict | None], ...] = (
     leak_dominates,
     process_cap,
     preallocated_pool,
-    slack_fragmentation,
+    nearly_full_cache,
     transient,
     message_only,
 )
 
 
 def decide(facts: OomFacts) -> Verdict:
-    """The first rule that applies."""
-    for rule in RULES:
-        verdict = rule(facts)
-        if verdict is not None:
-            return verdict
-    return Verdict("unknown", 0.0, "no rule applies to the numbers available", "none")
+    """The first rule that applies; a listed process found to be this one is said in its evidence."""
+    verdict = next(
+        (v for v in (rule(facts) for rule in RULES) if v is not None),
+        Verdict("unknown", 0.0, "no rule applies to the numbers available", "none"),
+    )
+    if facts.self_basis is None:
+        return verdict
+    return replace(verdict, evidence=f"{verdict.evidence}; {facts.self_basis}")

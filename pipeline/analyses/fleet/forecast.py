@@ -24,6 +24,7 @@ import polars as pl
 from ...load.sql import sql_text
 from ..shared import shared
 from ..window import window_params
+from .card_names import with_device_cards
 from .sizing import card_name
 from .whole_history import water_hours_once
 
@@ -121,7 +122,7 @@ def forecast(
         needs = _recent_needs(con, since, until)
         for row, trend in zip(rows, trends, strict=True):
             row["expected_ooms"] = _expected_ooms(row, trend, needs)
-    return pl.DataFrame(rows).sort("instance", "gpu_index")
+    return with_device_cards(con, pl.DataFrame(rows).sort("instance", "gpu_index"))
 
 
 def _device_forecast(key: tuple, device: pl.DataFrame, until: datetime | None) -> dict[str, object]:

@@ -10,11 +10,21 @@ left out of both counts: they fail whatever runs beside them. Instances known on
 compared against the fleet's traffic profile (`fct_traffic_exposure`); their rates per 1,000 requests are
 left null. A job whose selectors match no instance with traffic is not tested and has no control: every
 other host might be the one it meant.
+
+Each job is tested on what nothing else explains (`attribution`). Minutes when a job already found causal runs
+on the same instance, and minutes of OOMs a neighbour process explains (classified `external_pressure`: the
+neighbour named in the message or listed by nvidia-smi) unless the job is what brings that neighbour there,
+count on neither side of another job's test. Which jobs are causal is searched in a fixed order, not the
+calendar's: the job with the highest lift where it acts is taken first, the rest are tested again without its
+minutes, and so on; a causal job that no longer holds once the later ones' minutes are set aside is dropped.
+So a harmless weekly job whose window covers one run of a nightly job that brings a 48 GiB process is not
+blamed for that night's OOMs, and the result is the same whatever the order of the calendar's rows.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import pairwise
@@ -51,6 +61,14 @@ MIN_OOMS_INSIDE = 5
 # and since they come in bursts (a leak fails request after request until the restart; large prompts come in
 # batches) a burst that happens to fall in a job's hours would otherwise be blamed on the job.
 INTRINSIC_RULES = ("capacity", "fragmentation", "leak_alone", "leak_dominates")
+# A neighbour process counts as a job's (the job may be what starts it, so its OOMs stay in the job's test)
+# when at least this share of the OOMs it explains on an instance fall inside the job's windows there: a process
+# a job starts lives inside the job's runs, a few OOMs just outside them (a run that overran, clocks apart)
+# aside. The share findings.causes.JOB_SHARE uses to name a job as a neighbour's, so both tell one story.
+NEIGHBOUR_SHARE = 0.8
+# Half an OOM added to every count when ranking jobs by lift (Haldane's correction): a job with no OOM outside
+# its windows has no finite lift, and the correction ranks it, like any other, by how concentrated its OOMs are.
+HALDANE = 0.5
 
 # The runs that fall in the time the job's hosts have data (cron rules are expanded with a day of margin).
 
@@ -66,11 +84,54 @@ class Schedule:
     last_end: datetime | None
 
 
+@dataclass(frozen=True)
+class Attribution:
+    """What the search for causal jobs ended on: the jobs found causal, and every job tested without the minutes
+    the others explain."""
+
+    causal: tuple[str, ...]  # in the order they were found
+    hosts: pl.DataFrame  # host_effects' rows
+    jobs: pl.DataFrame  # job_effects' rows
+
+
+@dataclass(frozen=True)
+class _Given:
+    """What the search does not change: OOMs the process explains by itself, OOMs a neighbour explains, and
+    the jobs that may bring each neighbour (one row per OOM; the last: per job, instance and neighbour)."""
+
+    intrinsic: pl.DataFrame  # instance, minute
+    neighbours: pl.DataFrame  # instance, minute, label
+    owners: pl.DataFrame  # name, instance, label
+
+
+@shared()
+def attribution(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> Attribution:
+    """Find the causal jobs, each tested without the minutes the others explain (see the module's docstring).
+
+    One step at a time: a causal job that is no longer reported once the other causal jobs' minutes are set
+    aside is dropped (the weakest first), else the strongest job reported without the causal jobs' minutes is
+    taken (`_rank`); it ends when neither happens. A dropped job is not taken again, so it ends within two
+    steps per job.
+    """
+    given = _given(con, since, until)
+    plans, matched = schedules(con, since, until), job_hosts(con)
+    causal: list[str] = []
+    dropped: set[str] = set()
+    while True:
+        hosts = _host_rows(con, given, causal, since, until)
+        effects = _effects(hosts, plans, matched)
+        if not _revise(effects, hosts, causal, dropped):
+            return Attribution(tuple(causal), hosts, _settled(effects, causal))
+
+
 @shared()
 def host_effects(
     con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
 ) -> pl.DataFrame:
-    """One row per job x instance: OOMs and traffic inside and outside the job's windows, and the test.
+    """One row per job x instance: OOMs and traffic inside and outside the job's windows, and the test, over the
+    minutes nothing else explains (`attribution`).
 
     Columns: `name`, `instance`, `on_job_host` (false: a control instance, compared over the job's windows
     elsewhere), `traffic_source` ('requests' or 'fleet_profile'), `requests_in`, `requests_out`, `ooms_in`,
@@ -78,13 +139,93 @@ def host_effects(
     by itself, left out of those), `exposure_in`, `exposure_out` (requests, or the fleet profile), `rate_in_per_1k`,
     `rate_out_per_1k` (null without counted requests), `expected_in` (OOMs inside if they followed traffic),
     `lift` (rate inside / rate outside; null when outside has no OOM or no traffic), `p_value` (exact, one
-    sided), `p_adjusted` (Holm over the job-host rows; null for controls), `affected`.
+    sided), `p_adjusted` (Holm over the job-host rows; null for controls), `affected`; and inside the windows,
+    `minutes_in` (minutes with traffic that were tested), `explained_minutes_in` (set aside: a causal job or a
+    neighbour explains them), `oom_minutes_in` (minutes with an OOM the job could have caused),
+    `explained_oom_minutes_in` (those set aside), `explained_ooms_in` (their OOMs), `explained_by_jobs` (the
+    causal jobs that explain them), `explained_by_neighbours` (the neighbours, where no causal job does).
     """
-    params = {"since": utc_naive(since), "until": utc_naive(until)}
+    return attribution(con, since, until).hosts
+
+
+def neighbour_ooms(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
+) -> pl.DataFrame:
+    """One row per OOM a neighbour process explains (classified `external_pressure`: the neighbour named in the
+    message or listed by nvidia-smi held what the request needed): `instance`, `minute`, `label` ("neighbour
+    process 4242", the neighbours named; one label per neighbour on an instance, a new pid a new one)."""
+    return _neighbour_rows(classify_ooms(con, since, until))
+
+
+def _neighbour_rows(classified: pl.DataFrame) -> pl.DataFrame:
+    """`neighbour_ooms` from the classified OOMs."""
+    events = _timed(classified).filter(pl.col("cause") == "external_pressure")
+    pids = pl.col("other_pids").list.sort().cast(pl.List(pl.Utf8)).list.join(", ")
+    count = pl.col("other_pids").list.len().fill_null(0)
+    label = (
+        pl.when(count == 0)
+        .then(pl.lit("an unnamed neighbour process"))
+        .when(count == 1)
+        .then(pl.lit("neighbour process ") + pids)
+        .otherwise(pl.lit("neighbour processes ") + pids)
+    )
+    return events.select("instance", pl.col("ts").dt.truncate("1m").alias("minute"), label.alias("label"))
+
+
+def _timed(events: pl.DataFrame) -> pl.DataFrame:
+    """Classified OOMs the minute counts hold: placed on an instance and in time, not a snapshot's record."""
+    return events.filter(
+        (pl.col("origin") != "snapshot") & pl.col("ts").is_not_null() & pl.col("instance").is_not_null()
+    )
+
+
+def _given(con: duckdb.DuckDBPyConnection, since: datetime | None, until: datetime | None) -> _Given:
+    """The process's own OOMs, the neighbours' OOMs and the jobs that may bring each neighbour."""
+    classified = classify_ooms(con, since, until)
+    own = _timed(classified).filter(pl.col("rule").is_in(INTRINSIC_RULES))
+    intrinsic = own.select("instance", pl.col("ts").dt.truncate("1m").alias("minute"))
+    neighbours = _neighbour_rows(classified)
+    return _Given(intrinsic, neighbours, _owners(con, neighbours))
+
+
+def _owners(con: duckdb.DuckDBPyConnection, neighbours: pl.DataFrame) -> pl.DataFrame:
+    """(job, instance, neighbour) where at least NEIGHBOUR_SHARE of the neighbour's OOMs there fall in the job's
+    windows: the job may be what brings it."""
+    if neighbours.is_empty():
+        return pl.DataFrame(schema={"name": pl.Utf8, "instance": pl.Utf8, "label": pl.Utf8})
+    params = {
+        "instances": neighbours["instance"].to_list(),
+        "minutes": neighbours["minute"].to_list(),
+        "labels": neighbours["label"].to_list(),
+    }
+    shares = con.sql(sql_text("q_job_neighbour_owners"), params=params).pl()
+    return shares.filter(pl.col("ooms_inside") >= NEIGHBOUR_SHARE * pl.col("ooms")).select("name", "instance", "label")
+
+
+def _host_rows(
+    con: duckdb.DuckDBPyConnection,
+    given: _Given,
+    causal: Sequence[str],
+    since: datetime | None,
+    until: datetime | None,
+) -> pl.DataFrame:
+    """host_effects' rows with the minutes of `causal` jobs (each on the hosts it runs on, for every other job)
+    and of neighbours not the job's own set aside."""
+    params = {
+        "since": utc_naive(since),
+        "until": utc_naive(until),
+        "causal": list(causal),
+        "neighbour_instances": given.neighbours["instance"].to_list(),
+        "neighbour_minutes": given.neighbours["minute"].to_list(),
+        "neighbour_labels": given.neighbours["label"].to_list(),
+        "owner_names": given.owners["name"].to_list(),
+        "owner_instances": given.owners["instance"].to_list(),
+        "owner_labels": given.owners["label"].to_list(),
+        "intrinsic_instances": given.intrinsic["instance"].to_list(),
+        "intrinsic_minutes": given.intrinsic["minute"].to_list(),
+    }
     rows = con.sql(sql_text("q_job_host_counts"), params=params).pl().to_dicts()
-    intrinsic = _intrinsic_counts(con, since, until)
     for row in rows:
-        row["intrinsic_in"], row["intrinsic_out"] = intrinsic.get((row["name"], row["instance"]), (0, 0))
         row["ooms_in"] -= row["intrinsic_in"]
         row["ooms_out"] -= row["intrinsic_out"]
         _test_host(row)
@@ -98,27 +239,65 @@ def host_effects(
     return pl.DataFrame(rows, schema=_HOST_SCHEMA)
 
 
-def _intrinsic_counts(
-    con: duckdb.DuckDBPyConnection, since: datetime | None, until: datetime | None
-) -> dict[tuple[str, str], tuple[int, int]]:
-    """(job, instance) -> OOMs of INTRINSIC_RULES inside and outside the job's windows, over the minutes
-    fct_job_minutes counts (so that they can be taken from its OOM counts)."""
-    events = classify_ooms(con, since, until)
-    mine = events.filter(
-        pl.col("rule").is_in(INTRINSIC_RULES) & (pl.col("origin") != "snapshot") & pl.col("ts").is_not_null()
+def _revise(effects: pl.DataFrame, hosts: pl.DataFrame, causal: list[str], dropped: set[str]) -> bool:
+    """One step of the search, in place: drop the weakest causal job no longer reported, else take the strongest
+    reported job not causal (and never dropped); False when there is nothing to do."""
+    rows = {row["name"]: row for row in effects.to_dicts()}
+    failing = [name for name in causal if rows[name]["verdict"] != "reported"]
+    if failing:
+        weakest = max(failing, key=lambda name: _rank(rows[name], hosts))
+        causal.remove(weakest)
+        dropped.add(weakest)
+        return True
+    seen = {*causal, *dropped}
+    found = [name for name, row in rows.items() if row["verdict"] == "reported" and name not in seen]
+    if not found:
+        return False
+    causal.append(min(found, key=lambda name: _rank(rows[name], hosts)))
+    return True
+
+
+def _rank(row: dict, hosts: pl.DataFrame) -> tuple[float, float, str]:
+    """Strongest first: the highest lift where the job acts (its affected hosts, HALDANE-corrected), then the
+    most excess OOMs, then the name, so that ties do not depend on the order of the calendar's rows."""
+    affected = hosts.filter((pl.col("name") == row["name"]) & pl.col("affected")).to_dicts()
+    return (-_corrected_lift(affected), -row["excess_ooms"], row["name"])
+
+
+def _corrected_lift(rows: list[dict]) -> float:
+    """Mantel-Haenszel rate ratio over host rows with HALDANE added to each count (0 without exposure)."""
+    numerator = denominator = 0.0
+    for row in rows:
+        total = row["exposure_in"] + row["exposure_out"]
+        if row["exposure_in"] <= 0 or row["exposure_out"] <= 0:
+            continue
+        numerator += (row["ooms_in"] + HALDANE) * row["exposure_out"] / total
+        denominator += (row["ooms_out"] + HALDANE) * row["exposure_in"] / total
+    return numerator / denominator if denominator > 0 else 0.0
+
+
+def _settled(effects: pl.DataFrame, causal: list[str]) -> pl.DataFrame:
+    """The jobs' rows with `causal_rank` (1 for the first found); a job dropped from the causal ones that would
+    be reported without their minutes is not: they explain it ('explained by other causes')."""
+    rank = {name: i + 1 for i, name in enumerate(causal)}
+    verdict = pl.col("verdict")
+    cleared = (verdict == "reported") & ~pl.col("name").is_in(causal)
+    return effects.with_columns(
+        pl.when(cleared).then(pl.lit("explained by other causes")).otherwise(verdict).alias("verdict"),
+        pl.col("name").replace_strict(rank, default=None, return_dtype=pl.Int64).alias("causal_rank"),
     )
-    if mine.is_empty():
-        return {}
-    params = {
-        "instances": mine["instance"].to_list(),
-        "minutes": mine["ts"].dt.truncate("1m").to_list(),
-        "since": utc_naive(since),
-        "until": utc_naive(until),
-    }
-    found = con.sql(sql_text("q_job_intrinsic_ooms"), params=params).fetchall()
-    return {(name, instance): (inside, outside) for name, instance, inside, outside in found}
 
 
+# What each job test set aside as explained by another cause (a causal job, a neighbour), and what was left.
+_OVERLAP_COLUMNS: dict[str, pl.DataType] = {
+    "minutes_in": pl.Int64,
+    "explained_minutes_in": pl.Int64,
+    "oom_minutes_in": pl.Int64,
+    "explained_oom_minutes_in": pl.Int64,
+    "explained_ooms_in": pl.Int64,
+    "explained_by_jobs": pl.List(pl.Utf8),
+    "explained_by_neighbours": pl.List(pl.Utf8),
+}
 _HOST_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "name": pl.Utf8,
     "instance": pl.Utf8,
@@ -139,6 +318,7 @@ _HOST_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "p_value": pl.Float64,
     "p_adjusted": pl.Float64,
     "affected": pl.Boolean,
+    **_OVERLAP_COLUMNS,
 }
 
 
@@ -231,10 +411,15 @@ def job_effects(
     `control_lift`, `control_p_value`, `rate_in_per_1k` / `rate_out_per_1k` (affected hosts with a request
     log, pooled), `affected_detail` (per affected host: its rates, lift and adjusted p), `verdict`
     ('reported', 'no OOMs inside', 'not significant', 'control also elevated', 'no host matched': no
-    selector matches an instance, 'no traffic on its hosts'). A job without tested hosts has no control
-    either (see fct_job_windows).
+    selector matches an instance, 'no traffic on its hosts', 'explained by other causes': reported only with
+    the minutes of jobs found causal after it). A job without tested hosts has no control either (see
+    fct_job_windows). Every count is over the minutes nothing else explains (`attribution`); what was set aside
+    inside its windows, summed over its hosts: `minutes_in` (minutes tested), `explained_minutes_in`,
+    `oom_minutes_in`, `explained_oom_minutes_in`, `explained_ooms_in`, `explained_by_jobs` (causal jobs),
+    `explained_by_neighbours` (neighbour processes); `causal_rank` (1 for the first job found causal, null for
+    a job not found causal).
     """
-    return _effects(host_effects(con, since, until), schedules(con, since, until), job_hosts(con))
+    return attribution(con, since, until).jobs
 
 
 def _effects(hosts: pl.DataFrame, plans: dict[str, Schedule], matched: pl.DataFrame) -> pl.DataFrame:
@@ -274,6 +459,7 @@ _JOB_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "rate_in_per_1k": pl.Float64,
     "rate_out_per_1k": pl.Float64,
     "affected_detail": pl.List(pl.Utf8),
+    **_OVERLAP_COLUMNS,
     "verdict": pl.Utf8,
 }
 
@@ -310,9 +496,27 @@ def _job_row(name: str, hosts: pl.DataFrame, plan: Schedule | None, matched: dic
         "control_hosts": control["instance"].to_list(),
         "control_lift": pooled_rate_ratio(control_strata),
         "control_p_value": pooled_excess_p(control_strata) if control_strata else None,
+        **_set_aside(own),
     }
     row["verdict"] = _verdict(row)
     return row
+
+
+_SET_ASIDE_COUNTS = (
+    "minutes_in",
+    "explained_minutes_in",
+    "oom_minutes_in",
+    "explained_oom_minutes_in",
+    "explained_ooms_in",
+)
+_EXPLAINERS = ("explained_by_jobs", "explained_by_neighbours")
+
+
+def _set_aside(own: pl.DataFrame) -> dict:
+    """What was tested and what was set aside inside the windows, summed over the job's hosts."""
+    counts = {column: int(own[column].sum()) for column in _SET_ASIDE_COUNTS}
+    names = {column: sorted({n for names in own[column] for n in names}) for column in _EXPLAINERS}
+    return counts | names
 
 
 def _pooled_rates(counted: pl.DataFrame) -> dict[str, float | None]:

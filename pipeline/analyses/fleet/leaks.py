@@ -42,6 +42,11 @@ VERSION_LEAK_SHARE = 0.5
 # The stopgap restart interval: restart before the leak has taken this share of the room requests have
 # above the starting baseline. The largest requests fail first, long before a typical one would.
 RESTART_HEADROOM_SHARE = 0.10
+# A rate per hour is a measurement only over a lifetime that lasted an hour: from a shorter one it extrapolates
+# past what was seen (18 seconds of a leak are no "GiB/h"). Such a lifetime's rate is its growth per request
+# (the unit its data does hold) and its growth over its real span; a restart interval is then given in
+# requests, never shorter than one (a restart cannot come between the allocations of one request).
+RATE_HOURS = 1.0
 
 
 @dataclass(frozen=True)
@@ -102,10 +107,14 @@ def lifetimes(
     lives = lives.join(limits, on=["instance", "gpu_index"], how="left")
     # the limit a leak runs into: what this card has been seen to serve, else the cap, else the device
     limit = pl.coalesce("card_limit_bytes", "cap_bytes", "device_total")
-    lives = lives.with_columns(limit.alias("limit_bytes")).with_columns(
+    # the growth a request leaves, on average over the lifetime: its growth over its requests (the unit a lifetime
+    # of seconds holds, and one a person can check against the log)
+    per_request = pl.col("growth_bytes") / pl.col("requests").clip(lower_bound=1)
+    lives = lives.with_columns(limit.alias("limit_bytes"), per_request.alias("growth_bytes_per_request")).with_columns(
         _hours_to_oom("baseline_end_bytes").alias("hours_to_oom"),
         _hours_to_oom("baseline_start_bytes").alias("hours_to_oom_from_start"),
         _restart_within().alias("restart_within_hours"),
+        _restart_within_requests().alias("restart_within_requests"),
     )
     return lives.select(list(LIFETIME_SCHEMA)).sort(["instance", "gpu_index", "lifetime"])
 
@@ -146,11 +155,32 @@ def _lifetime_row(w: pl.DataFrame) -> tuple:
     )
 
 
+def _room() -> pl.Expr:
+    """RESTART_HEADROOM_SHARE of the room above the starting baseline: what a leak may take before a restart."""
+    return RESTART_HEADROOM_SHARE * (pl.col("limit_bytes") - pl.col("baseline_start_bytes"))
+
+
 def _restart_within() -> pl.Expr:
-    """Hours until the leak has taken RESTART_HEADROOM_SHARE of the room above the starting baseline."""
-    room = RESTART_HEADROOM_SHARE * (pl.col("limit_bytes") - pl.col("baseline_start_bytes"))
-    hours = (room / pl.col("slope_bytes_per_hour")).clip(lower_bound=0.0)
-    return pl.when(pl.col("is_leak") & (pl.col("slope_bytes_per_hour") > 0)).then(hours).otherwise(None)
+    """Hours until the leak has taken RESTART_HEADROOM_SHARE of the room above the starting baseline, never less
+    than the lifetime's time per request; None for a lifetime shorter than RATE_HOURS, whose hours would be an
+    extrapolation (its interval is `restart_within_requests`)."""
+    hours = (_room() / pl.col("slope_bytes_per_hour")).clip(lower_bound=0.0)
+    per_request = _span_hours() / pl.col("requests").clip(lower_bound=1)
+    known = pl.col("is_leak") & (pl.col("slope_bytes_per_hour") > 0) & (_span_hours() >= RATE_HOURS)
+    return pl.when(known).then(pl.max_horizontal(hours, per_request)).otherwise(None)
+
+
+def _restart_within_requests() -> pl.Expr:
+    """Requests until the leak has taken RESTART_HEADROOM_SHARE of the room, whole ones only: 0 when one request
+    leaks more than that (no restart interval keeps ahead of it)."""
+    per_request = pl.col("growth_bytes_per_request")
+    requests = (_room() / per_request).floor().clip(lower_bound=0.0).cast(pl.Int64)
+    return pl.when(pl.col("is_leak") & (per_request > 0)).then(requests).otherwise(None)
+
+
+def _span_hours() -> pl.Expr:
+    """How long a lifetime lasted, first to last request."""
+    return (pl.col("end") - pl.col("start")).dt.total_microseconds() / 3.6e9
 
 
 def _is_leak(fit: Fit, windows: int, first: int, last: int) -> bool:
@@ -244,6 +274,7 @@ _ORDER = (
     "baseline_end_bytes",
     "growth_bytes",
     "slope_bytes_per_hour",
+    "growth_bytes_per_request",
     "r2",
     "rising_share",
     "card",
@@ -253,6 +284,7 @@ _ORDER = (
     "hours_to_oom",
     "hours_to_oom_from_start",
     "restart_within_hours",
+    "restart_within_requests",
     "is_leak",
     "is_cache_growth",
     "is_preallocated_pool",
@@ -268,6 +300,8 @@ _ADDED: dict[str, pl.DataType | type[pl.DataType]] = {
     "hours_to_oom": pl.Float64,
     "hours_to_oom_from_start": pl.Float64,
     "restart_within_hours": pl.Float64,
+    "restart_within_requests": pl.Int64,
+    "growth_bytes_per_request": pl.Float64,
 }
 LIFETIME_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     name: {**_FITTED_SCHEMA, **_ADDED}[name] for name in _ORDER
@@ -279,22 +313,32 @@ def _empty_lifetimes() -> pl.DataFrame:
 
 
 def leaking_versions(lives: pl.DataFrame) -> pl.DataFrame:
-    """Per model version: its lifetimes, how many leak, the rates, its first deploy and the restarts."""
+    """Per model version: its lifetimes, how many leak, the rates, its first deploy and the restarts. Rates per
+    hour come from the leaking lifetimes that lasted RATE_HOURS or more (None when none did); the growth per
+    request from all of them, and the longest one's growth over its real span."""
     fitted = _long_enough(lives.filter(pl.col("windows") >= MIN_WINDOWS))
+    leak = pl.col("is_leak")
+    hourly = leak & (_span_hours() >= RATE_HOURS)
+    span = _span_hours().filter(leak)
     per_version = fitted.group_by("model_version").agg(
         pl.col("can_show").sum().alias("lifetimes"),
         (~pl.col("can_show")).sum().alias("too_short_lifetimes"),
-        pl.col("is_leak").sum().alias("leaking_lifetimes"),
-        pl.col("instance").filter(pl.col("is_leak")).unique().sort().alias("instances"),
-        pl.col("slope_bytes_per_hour").filter(pl.col("is_leak")).median().alias("median_slope_bytes_per_hour"),
-        pl.col("slope_bytes_per_hour").filter(pl.col("is_leak")).min().alias("min_slope_bytes_per_hour"),
-        pl.col("slope_bytes_per_hour").filter(pl.col("is_leak")).max().alias("max_slope_bytes_per_hour"),
-        pl.col("r2").filter(pl.col("is_leak")).min().alias("min_r2"),
+        leak.sum().alias("leaking_lifetimes"),
+        pl.col("instance").filter(leak).unique().sort().alias("instances"),
+        pl.col("slope_bytes_per_hour").filter(hourly).median().alias("median_slope_bytes_per_hour"),
+        pl.col("slope_bytes_per_hour").filter(hourly).min().alias("min_slope_bytes_per_hour"),
+        pl.col("slope_bytes_per_hour").filter(hourly).max().alias("max_slope_bytes_per_hour"),
+        pl.col("growth_bytes_per_request").filter(leak).median().alias("median_growth_bytes_per_request"),
+        (span.max() * 3600).alias("longest_leaking_seconds"),
+        pl.col("requests").filter(leak).sort_by(span).last().alias("longest_leaking_requests"),
+        pl.col("growth_bytes").filter(leak).sort_by(span).last().alias("longest_leaking_growth_bytes"),
+        pl.col("r2").filter(leak).min().alias("min_r2"),
         pl.col("start").min().alias("first_seen"),
-        pl.col("hours_to_oom_from_start").filter(pl.col("is_leak")).min().alias("min_hours_to_oom_from_start"),
-        pl.col("restart_within_hours").filter(pl.col("is_leak")).min().alias("restart_every_hours"),
-        (pl.col("is_leak") & pl.col("restart_reason").is_in(RESTARTS)).sum().alias("restarts"),
-        pl.col("ooms").filter(pl.col("is_leak")).sum().alias("ooms_in_leaking_lifetimes"),
+        pl.col("hours_to_oom_from_start").filter(leak).min().alias("min_hours_to_oom_from_start"),
+        pl.col("restart_within_hours").filter(leak).min().alias("restart_every_hours"),
+        pl.col("restart_within_requests").filter(leak).min().alias("restart_every_requests"),
+        (leak & pl.col("restart_reason").is_in(RESTARTS)).sum().alias("restarts"),
+        pl.col("ooms").filter(leak).sum().alias("ooms_in_leaking_lifetimes"),
     )
     share = pl.col("leaking_lifetimes") / pl.col("lifetimes")
     return per_version.with_columns(share.alias("leak_share"), (share >= VERSION_LEAK_SHARE).alias("leaks")).sort(

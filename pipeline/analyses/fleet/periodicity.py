@@ -5,8 +5,9 @@ proportion to its traffic there (`fct_traffic_exposure`: its requests, or the fl
 instances known only from text logs), and the expectations are summed. Observed counts are tested
 against them (Poisson upper tail, Holm over the family). Recurring windows are runs of significant
 hour x instance cells whose OOMs reach MIN_RATIO x the instance's usual rate on most days; the windows
-of reported scheduled jobs on the hosts they affect are removed first, so a window a calendar explains
-is not reported twice.
+of scheduled jobs found causal on the hosts they affect, and the minutes of OOMs a neighbour process explains
+(`jobs.neighbour_ooms`), are removed first, so a window a calendar or a neighbour explains is not reported
+twice.
 """
 
 from __future__ import annotations
@@ -38,10 +39,14 @@ def minutes(
     since: datetime | None = None,
     until: datetime | None = None,
     explained: Iterable[tuple[str, str]] = (),
+    neighbours: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """Per-minute traffic and OOMs with day and hour, minus the windows of `explained` (job, host) pairs."""
+    """Per-minute traffic and OOMs with day and hour, minus the windows of `explained` (job, host) pairs and
+    the minutes of `neighbours` (`instance`, `minute`: OOMs a neighbour process explains)."""
     params: dict[str, object] = {"since": utc_naive(since), "until": utc_naive(until)}
     frame = con.sql(sql_text("q_periodicity_minutes"), params=params).pl()
+    if neighbours is not None and not neighbours.is_empty():
+        frame = frame.join(neighbours.select("instance", "minute").unique(), on=["instance", "minute"], how="anti")
     pairs = pl.DataFrame(list(explained), schema={"name": pl.Utf8, "instance": pl.Utf8}, orient="row")
     if not pairs.is_empty():
         params["names"] = pairs["name"].unique().to_list()
@@ -124,14 +129,16 @@ def host_hours(
     since: datetime | None = None,
     until: datetime | None = None,
     explained: Iterable[tuple[str, str]] = (),
+    neighbours: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """One row per instance x hour of day, tested against the instance's own traffic in that hour.
 
     Columns: `instance`, `hour_of_day`, `traffic_source`, `requests`, `ooms`, `exposure`, `expected`,
     `ratio`, `p_value`, `p_adjusted` (Holm over all cells), `significant` (adjusted p < ALPHA, ratio >=
-    MIN_RATIO and at least MIN_OOMS OOMs). `explained` (job, host) pairs have their windows removed.
+    MIN_RATIO and at least MIN_OOMS OOMs). `explained` (job, host) pairs have their windows removed, and
+    `neighbours` (`jobs.neighbour_ooms`) their minutes.
     """
-    return _host_cells(minutes(con, since, until, explained))
+    return _host_cells(minutes(con, since, until, explained, neighbours))
 
 
 def _host_cells(frame: pl.DataFrame) -> pl.DataFrame:
@@ -146,7 +153,7 @@ def _host_cells(frame: pl.DataFrame) -> pl.DataFrame:
 def explained_pairs(
     con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
 ) -> list[tuple[str, str]]:
-    """(job, host) pairs whose windows a reported scheduled job explains."""
+    """(job, host) pairs whose windows a scheduled job found causal explains: the hosts it affects."""
     effects = jobs.job_effects(con, since, until).filter(pl.col("verdict") == "reported")
     return [(row["name"], host) for row in effects.to_dicts() for host in row["hosts_affected"]]
 
@@ -156,10 +163,13 @@ def periodic_windows(
     since: datetime | None = None,
     until: datetime | None = None,
     explained: Iterable[tuple[str, str]] | None = None,
+    neighbours: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """Runs of significant hours per instance, with how often they recur; none explained by a job.
+    """Runs of significant hours per instance, with how often they recur; none explained by a job or a neighbour.
 
-    `explained` defaults to the affected hosts of reported scheduled jobs; pass () to use the data alone.
+    With `explained` None, the windows of scheduled jobs found causal on the hosts they affect and the minutes
+    of OOMs a neighbour process explains (`jobs.neighbour_ooms`) are removed; given `explained` pairs, only
+    their windows and the minutes of `neighbours` if given; pass () to use the data alone.
     Columns: `instance`, `start_hour`, `end_hour` (exclusive, may wrap past midnight), `window_utc`
     ("HH:00-HH:00"), `ooms`, `expected`, `ratio`, `p_value` (Poisson, the run's total), `excess_ooms`
     (OOMs beyond what the instance's rate outside the window predicts for its traffic inside), `days`,
@@ -168,7 +178,9 @@ def periodic_windows(
     `recurring` (recurrence >= MIN_RECURRENCE).
     """
     pairs = explained_pairs(con, since, until) if explained is None else list(explained)
-    frame = minutes(con, since, until, pairs)
+    if explained is None and neighbours is None:
+        neighbours = jobs.neighbour_ooms(con, since, until)
+    frame = minutes(con, since, until, pairs, neighbours)
     cells = _host_cells(frame)
     rows = [_window_row(frame, cells, instance, hours) for instance, hours in _significant_runs(cells)]
     return pl.DataFrame(rows, schema=_WINDOW_SCHEMA)

@@ -1,4 +1,4 @@
-"""Sizing by the article's rules (the action per device; findings/sizing.py words it), and the card table.
+"""Sizing by the article's rules (the action per device; findings/sizing.py words it) over the card table (cards.py).
 
 Rules (domain.md): keep the steady level under 60 %; consider a larger card when the daily peak stays above
 80 % for two weeks, a smaller one when it stays under 40 % (and no request ran out of memory in those weeks:
@@ -10,15 +10,16 @@ measured peak adds the process's CUDA context (not in PyTorch's counters), read 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 import duckdb
 import polars as pl
 
+from ...cards import CARDS, Card, card_name
 from ...load.sql import sql_text
-from ...units import GIB, format_bytes
+from ...units import GIB
 from ..window import window_params
+from .card_names import with_device_cards
 from .water_levels import water_levels
 from .whole_history import water_hours_once
 
@@ -29,55 +30,6 @@ DOWNSIZE_LEVEL = 0.40
 STEADY_TARGET = 0.60
 SAFETY = (1.3, 1.5)
 DEFAULT_CONTEXT_BYTES = GIB
-
-
-@dataclass(frozen=True)
-class Card:
-    """A card from domain.md's table; `total_bytes` is the total PyTorch reports for it (approximate for
-    cards we have no capture of: nominal GB are decimal, the reported total is a little less)."""
-
-    name: str
-    nominal_gb: int
-    total_bytes: int
-    bandwidth_gbs: int
-
-    @property
-    def label(self) -> str:
-        """The name with its size, as people say it: 'A10 24 GB', 'V100 32 GB'."""
-        return self.name if self.name.endswith(" GB") else f"{self.name} {self.nominal_gb} GB"
-
-
-def _gib(value: float) -> int:
-    return int(value * GIB)
-
-
-# Totals as PyTorch's OOM messages print them ("total capacity of ... GiB"): A10, A100 80 GB and H200 from
-# the sample fleet and the real captures; the others from commonly seen messages, to within 0.1 GiB.
-CARDS: tuple[Card, ...] = (
-    Card("T4", 16, _gib(14.75), 320),
-    Card("A10", 24, 23_581_097_984, 600),
-    Card("V100 32 GB", 32, _gib(31.74), 900),
-    Card("A100 40 GB", 40, _gib(39.39), 1555),
-    Card("L20", 48, _gib(44.40), 864),
-    Card("H100", 80, _gib(79.10), 3350),
-    Card("H800", 80, _gib(79.10), 3350),
-    Card("A100 80 GB", 80, 84_976_271_360, 2039),
-    Card("H200", 141, 150_109_880_320, 4800),
-)
-# Device totals within this share of a card's total are that card.
-_MATCH_TOLERANCE = 0.03
-
-
-def card_name(device_total: int) -> str:
-    """'A10 24 GB', '80 GB (H100 / H800 / A100 80 GB)', or the size in GiB for a card not in the table."""
-    matches = [c for c in CARDS if abs(device_total - c.total_bytes) <= _MATCH_TOLERANCE * c.total_bytes]
-    if not matches:
-        return format_bytes(device_total, "GiB")
-    exact = [c for c in matches if c.total_bytes == device_total]
-    matches = exact or matches
-    if len(matches) == 1:
-        return matches[0].label
-    return f"{matches[0].nominal_gb} GB ({' / '.join(c.name for c in matches)})"
 
 
 def smallest_card(need_bytes: float) -> Card | None:
@@ -118,7 +70,7 @@ def sizing(
         _advise(key, group, context, steady)
         for key, group in peaks.group_by("instance", "gpu_index", maintain_order=True)
     ]
-    return pl.DataFrame(rows).sort("instance", "gpu_index")
+    return with_device_cards(con, pl.DataFrame(rows).sort("instance", "gpu_index"))
 
 
 def _steady_levels(

@@ -14,9 +14,10 @@ import numpy as np
 from ..grounding import BLOCK, GIB, MIB, SEGMENT, round_up
 from ..plan import DAY_MS, Card
 from .load import token_sample
-from .models import CARDS, GB, SPEED, Model, architecture
-from .neighbours import draw_neighbours
+from .models import CARDS, GB, SPEED, WIDE_CARDS, Model, architecture
+from .neighbours import draw_neighbours, nightly_job
 from .roles import assign_roles, versions_on
+from .shapes import Shapes
 from .spec import Host, Policy, Scenario, Traffic, Version
 
 ZONES = (
@@ -38,9 +39,10 @@ MAX_REQUESTS = 60_000  # the whole fleet: ingest and findings stay around 10-20 
 LEAK_PER_HOUR = (10 * MIB, 2 * GIB)
 
 
-def draw(seed: int, traffic_scale: float = 1.0) -> Scenario:
+def draw(seed: int, traffic_scale: float = 1.0, shapes: Shapes | None = None) -> Scenario:
     """The scenario of `seed`: the same seed always gives the same scenario. `traffic_scale` shrinks or grows
-    every host's traffic (tests use small fleets); leak rates per hour stay what they were drawn."""
+    every host's traffic (tests use small fleets); leak rates per hour stay what they were drawn. `shapes`
+    (shapes.py) widens it; None draws the classic fleet, the same random numbers in the same order."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, 2026]))
     days = int(rng.choice([2, 3]))
     tz, style = _zone(rng)
@@ -48,13 +50,16 @@ def draw(seed: int, traffic_scale: float = 1.0) -> Scenario:
     end_ms = start_ms + days * DAY_MS
     peak_local = round(float(rng.uniform(0, 24)), 2)
     offset_h = datetime.fromtimestamp(start_ms / 1000, ZoneInfo(tz)).utcoffset().total_seconds() / 3600
-    non_pytorch = round_up(int(rng.uniform(500, 1000) * MIB), SEGMENT)
+    # a process in a PID namespace prints its own CUDA context in its message: 300-900 MiB, as real ones show
+    context = (300, 900) if shapes is not None and shapes.pid_namespace else (500, 1000)
+    non_pytorch = round_up(int(rng.uniform(*context) * MIB), SEGMENT)
     efficiency = round(float(rng.uniform(0.8, 0.85)), 3)
-    traffic, pools, families = _hardware(rng, seed, non_pytorch, efficiency, (peak_local - offset_h) % 24)
+    cards = CARDS if shapes is None or not shapes.cards else tuple(sorted(CARDS + WIDE_CARDS, key=_total))
+    traffic, pools, families = _hardware(rng, seed, non_pytorch, efficiency, (peak_local - offset_h) % 24, cards)
     naming = str(rng.choice(["card", "pool"]))
-    prefixes = _prefixes(rng, naming, pools)
+    prefixes = _prefixes(rng, naming, pools, shapes is not None and shapes.kube is not None)
     versions = _versions(rng, families)
-    hosts = _hosts(rng, pools, prefixes, versions, families, start_ms, end_ms, days, traffic_scale)
+    hosts = _hosts(rng, pools, prefixes, naming, versions, families, start_ms, end_ms, days, traffic_scale)
     versions = _leak(rng, versions, hosts)
     hosts = assign_roles(rng, hosts, versions, traffic, seed, non_pytorch, efficiency)
     scenario = Scenario(
@@ -72,8 +77,16 @@ def draw(seed: int, traffic_scale: float = 1.0) -> Scenario:
         non_pytorch=non_pytorch,
         efficiency=efficiency,
         pool_prefixes=tuple(prefixes),
+        shapes=shapes,
     )
-    return draw_neighbours(rng, scenario)
+    scenario = draw_neighbours(rng, scenario)
+    if shapes is not None and shapes.overlap:  # the overlapping decoys need a nightly job to overlap
+        scenario = nightly_job(np.random.default_rng(np.random.SeedSequence([seed, 2027, 2])), scenario)
+    return scenario
+
+
+def _total(card: Card) -> int:
+    return card.device_total
 
 
 def _zone(rng: np.random.Generator) -> tuple[str, str]:
@@ -142,14 +155,19 @@ def _shape(model: Model) -> tuple[int, int, int, int, int]:
 
 
 def _hardware(
-    rng: np.random.Generator, seed: int, non_pytorch: int, efficiency: float, peak_utc: float
+    rng: np.random.Generator,
+    seed: int,
+    non_pytorch: int,
+    efficiency: float,
+    peak_utc: float,
+    card_list: tuple[Card, ...] = CARDS,
 ) -> tuple[Traffic, list[tuple[Card, int, int]], list[list[Model]]]:
     """Cards, pools (card, family, size), each family's models and the traffic, drawn until every version fits
     its cards and (most of the time) one card and version has a threshold that some requests exceed."""
     want_threshold = rng.random() < 0.85
     for _ in range(400):
         count = int(rng.choice([1, 2, 3], p=[0.25, 0.45, 0.3]))
-        cards = [CARDS[i] for i in sorted(rng.choice(len(CARDS), count, replace=False))]
+        cards = [card_list[i] for i in sorted(rng.choice(len(card_list), count, replace=False))]
         fam_of = [0] * len(cards)
         if len(cards) > 1 and rng.random() < 0.6:
             fam_of = [0, *(int(x) for x in rng.integers(0, 2, len(cards) - 1))]
@@ -191,12 +209,15 @@ def _failing_shares(
     return shares
 
 
-def _prefixes(rng: np.random.Generator, naming: str, pools: list[tuple[Card, int, int]]) -> list[str]:
-    """Host name prefixes per pool: `a10-` (hosts a10-01, ...) or `infer-b-` (infer-b-1, ...)."""
+def _prefixes(
+    rng: np.random.Generator, naming: str, pools: list[tuple[Card, int, int]], nodes: bool = False
+) -> list[str]:
+    """Host name prefixes per pool: `a10-` (hosts a10-01, ...) or `infer-b-` (infer-b-1, ...); Kubernetes
+    nodes `gpu-a10-` (gpu-a10-01) or `node-b-` (node-b-1)."""
     if naming == "card":
-        return [f"{card.key}-" for card, _, _ in pools]
+        return [f"gpu-{card.key}-" if nodes else f"{card.key}-" for card, _, _ in pools]
     first = int(rng.integers(0, 5))
-    return [f"infer-{'abcdefgh'[first + i]}-" for i in range(len(pools))]
+    return [f"{'node' if nodes else 'infer'}-{'abcdefgh'[first + i]}-" for i in range(len(pools))]
 
 
 def host_name(prefix: str, naming: str, index: int) -> str:
@@ -219,6 +240,7 @@ def _hosts(
     rng: np.random.Generator,
     pools: list[tuple[Card, int, int]],
     prefixes: list[str],
+    naming: str,
     versions: list[Version],
     families: list[list[Model]],
     start_ms: int,
@@ -235,7 +257,7 @@ def _hosts(
     for pool, ((card, _, n), prefix) in enumerate(zip(pools, prefixes, strict=True)):
         for i in range(1, n + 1):
             rate = round(per_day * SPEED[card.key] * float(rng.uniform(0.85, 1.15)), 1)
-            hosts.append(Host(host_name(prefix, _naming(prefix), i), card, pool, "requests", rate, ()))
+            hosts.append(Host(host_name(prefix, naming, i), card, pool, "requests", rate, ()))
     span = end_ms - start_ms
     deploys: dict[str, list[tuple[int, int]]] = {h.name: [] for h in hosts}
     for fam in range(len(families)):
@@ -253,10 +275,6 @@ def _hosts(
                 deploys[name].append((when + j * step, vid))
             when += int(span * rng.uniform(0.25, 0.35)) // 1000 * 1000
     return [replace(h, deploys=tuple(deploys[h.name])) for h in hosts]
-
-
-def _naming(prefix: str) -> str:
-    return "pool" if prefix.startswith("infer-") else "card"
 
 
 def _leak(rng: np.random.Generator, versions: list[Version], hosts: list[Host]) -> list[Version]:

@@ -19,8 +19,33 @@ CARDS: tuple[Card, ...] = (
     Card("h100nvl", "NVIDIA H100 NVL", 95_830, 95_334 * MIB, 60.0, 400.0),  # 93.10 GiB
     Card("h200", "NVIDIA H200", 143_771, 150_109_880_320, 75.0, 700.0),  # 139.80 GiB (the real capture)
 )
+# Cards the widened scenarios (not --classic) also draw. Totals as PyTorch prints them in real messages or as
+# torch.cuda.get_device_properties() reports them in public issue threads:
+#   L40S: "GPU has a total capacity of 44.42 GiB" (stepfun-ai/Step-Video-T2V#8, an 8 x L40S run); nvidia-smi
+#     prints 46068 MiB for an L40S.
+#   H100 80GB HBM3: total_memory=81089MB / 81090MB in _CudaDeviceProperties printouts (79.19 GiB, the total
+#     PyTorch's messages print); nvidia-smi prints 81559 MiB (huggingface/text-embeddings-inference#350).
+#   MI300X: total_memory=196592MB (ROCm/ROCm#4203), "HIP out of memory. ... GPU 0 has a total capacity of
+#     191.98 GiB" in ROCm PyTorch messages, which name no process at all (no NVML on ROCm); no nvidia-smi.
+WIDE_CARDS: tuple[Card, ...] = (
+    Card("l40s", "NVIDIA L40S", 46_068, 45_488 * MIB, 35.0, 350.0),  # 44.42 GiB
+    Card("h100", "NVIDIA H100 80GB HBM3", 81_559, 81_089 * MIB, 70.0, 700.0),  # 79.19 GiB
+    Card("mi300x", "AMD Instinct MI300X", 196_592, 196_592 * MIB, 140.0, 750.0),  # 191.98 GiB
+)
+AMD = frozenset({"mi300x"})  # ROCm cards: HIP messages without process lines, no nvidia-smi samples
 # How fast each card serves (requests it is sent, relative to an A10).
-SPEED = {"t4": 0.6, "a10": 1.0, "a100s": 1.5, "l20": 1.2, "a100": 1.7, "h100nvl": 2.2, "h200": 2.6}
+SPEED = {
+    "t4": 0.6,
+    "a10": 1.0,
+    "a100s": 1.5,
+    "l20": 1.2,
+    "a100": 1.7,
+    "h100nvl": 2.2,
+    "h200": 2.6,
+    "l40s": 1.4,
+    "h100": 2.1,
+    "mi300x": 2.4,
+}
 BYTES_PER_PARAM = {"bf16": 2, "int8": 1}
 # Activation and temporary bytes per token per unit of hidden width, measured on the H200 (grounding.py).
 ACT_PER_HIDDEN = (H200_BYTES_PER_TOKEN - H200_MODEL.kv_bytes_per_token) / H200_MODEL.hidden

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
+from zoneinfo import ZoneInfo
 
 import numpy as np
 
@@ -54,6 +55,42 @@ def draw_neighbours(rng: np.random.Generator, scenario: Scenario) -> Scenario:
             windows = _spans(rng, scenario, int(rng.integers(1, 4)), (60, 300))
             out.append(Neighbour(None, str(rng.choice(BY_HAND)), held, (host.name,), windows, hosts_written=host.name))
     return replace(scenario, neighbours=tuple(out))
+
+
+def nightly_job(rng: np.random.Generator, scenario: Scenario) -> Scenario:
+    """A scheduled neighbour that runs every night (shape `overlap`: decoys are placed over its runs): the first
+    job is moved to a nightly schedule, or one is added on free hosts; unchanged when no host has room."""
+    jobs = [k for k, n in enumerate(scenario.neighbours) if n.job]
+    cron, duration, windows = _nightly(rng, scenario)
+    out = list(scenario.neighbours)
+    if jobs:
+        out[jobs[0]] = replace(out[jobs[0]], cron=cron, duration_min=duration, windows=windows)
+        return replace(scenario, neighbours=tuple(out))
+    used = {h for n in scenario.neighbours for h in n.hosts}
+    picked = select_hosts(rng, scenario, lambda h: _free(h, used))
+    if picked is None:
+        return scenario
+    written, hosts = picked
+    held = _pressure(rng, scenario, hosts, token_sample(scenario.traffic, scenario.seed).tokens)
+    if held is None:
+        return scenario
+    name = next(str(n) for n in rng.permutation(JOB_NAMES) if n not in {x.job for x in out})
+    process = PROCESSES[JOB_NAMES.index(name)]
+    out.insert(0, Neighbour(name, process, held, hosts, windows, cron, duration, written))
+    return replace(scenario, neighbours=tuple(out))
+
+
+def _nightly(rng: np.random.Generator, scenario: Scenario) -> tuple[str, int, tuple[tuple[int, int], ...]]:
+    """A daily cron (UTC) starting between 00:00 and 04:59 local time, 60-240 minutes long, and its runs."""
+    zone = ZoneInfo(scenario.tz)
+    local = datetime.fromtimestamp(scenario.start_ms / 1000, zone).replace(
+        hour=int(rng.integers(0, 5)), minute=int(rng.choice([0, 15, 30, 45]))
+    )
+    utc = local.astimezone(UTC)
+    cron, duration = f"{utc.minute} {utc.hour} * * *", int(rng.integers(60, 241))
+    length = duration * 60_000
+    start, end = scenario.start_ms, scenario.end_ms
+    return cron, duration, tuple((t, t + length) for t in cron_starts(cron, start - length + 1, end))
 
 
 def _free(host: Host, used: set[str]) -> bool:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from ..plan import Card
 from .models import Model
+from .shapes import Shapes
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,8 @@ class Decoy:
     cron: str | None
     duration_min: int
     hosts_written: str
+    overlaps: str | None = None  # the neighbour job whose runs it overlaps on purpose (shape `overlap`)
+    cadence: str | None = None  # "weekly" or "hourly" for such a decoy
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,7 @@ class Scenario:
     efficiency: float
     neighbours: tuple[Neighbour, ...] = ()
     pool_prefixes: tuple[str, ...] = field(default_factory=tuple)
+    shapes: Shapes | None = None  # None: a classic fleet (`--classic`), byte for byte what it always was
 
     @property
     def ingest_tz(self) -> str | None:

@@ -13,6 +13,7 @@ from ..grounding import MIB
 from ..simulate import CAPACITY, CAUSES, EXTERNAL, FRAGMENTATION, LEAK, OK
 from .decoys import decoy_counts
 from .models import card_gib
+from .shapes import describe
 from .simulate import HostSim, base_bytes, frag_reserved, memory
 from .spec import Decoy, Scenario
 
@@ -223,8 +224,25 @@ def _hosts(scenario: Scenario, sims: list[HostSim], sizes: dict[str, int]) -> li
     return out
 
 
-def build_truths(scenario: Scenario, sims: list[HostSim], decoys: list[Decoy], sizes: dict[str, int]) -> dict[str, Any]:
-    """The whole truths.json document."""
+def build_truths(
+    scenario: Scenario,
+    sims: list[HostSim],
+    decoys: list[Decoy],
+    sizes: dict[str, int],
+    names: dict[str, Any] | None = None,
+    files: dict[str, list[str]] | None = None,
+) -> dict[str, Any]:
+    """The whole truths.json document; a fleet with shapes adds what they changed (`generator.shapes`, each
+    instance's pods, GPU UUID and files, the OOM records as written, the overlapping decoys' jobs)."""
+    doc = _classic_truths(scenario, sims, decoys, sizes)
+    if scenario.shapes is None:
+        return doc
+    return _shaped(doc, scenario, sims, decoys, names or {}, files or {})
+
+
+def _classic_truths(
+    scenario: Scenario, sims: list[HostSim], decoys: list[Decoy], sizes: dict[str, int]
+) -> dict[str, Any]:
     neighbour_causes, harmless = _neighbours(scenario, sims)
     causes = [*_leaks(scenario, sims), *neighbour_causes, *_fragmentation(scenario, sims), *_capacity(scenario, sims)]
     non_causes = harmless + [
@@ -297,3 +315,49 @@ def build_truths(scenario: Scenario, sims: list[HostSim], decoys: list[Decoy], s
         ],
         "instances": _hosts(scenario, sims, sizes),
     }
+
+
+SHAPED_RULES = {
+    "device": "one device per GPU: an instance is the host, on Kubernetes the node (never a pod: every process "
+    "lifetime is a pod with a new name); `match.gpu_uuid`, where the logs state it, names the same GPU",
+    "ooms": "each found cause's OOM count (the finding's own count: leak_ooms, ooms_in for scheduled_job, "
+    "ooms_above_threshold for prompt_threshold, ooms otherwise) is compared with the planted `ooms`, one per real "
+    "OOM however many files hold it (counts.oom_records counts the records as written); within 5 % passes",
+    "decoys_overlapping": "a decoy with `overlaps` runs over a causal job's runs on its hosts on purpose: blaming it "
+    "is blaming a decoy",
+}
+
+
+def _shaped(
+    doc: dict[str, Any],
+    scenario: Scenario,
+    sims: list[HostSim],
+    decoys: list[Decoy],
+    names: dict[str, Any],
+    files: dict[str, list[str]],
+) -> dict[str, Any]:
+    """What the shapes add to truths.json."""
+    assert scenario.shapes is not None
+    shapes = scenario.shapes
+    doc["generator"]["shapes"] = describe(shapes)
+    doc["rules"] = {**doc["rules"], **SHAPED_RULES}
+    uuids = {h: n.gpu_uuid for h, n in names.items() if n.gpu_uuid}
+    for cause in doc["causes"]:
+        host = cause["match"].get("instance")
+        if host in uuids:
+            cause["match"]["gpu_uuid"] = uuids[host]
+    for decoy, entry in zip(decoys, doc["decoys"], strict=True):
+        if decoy.overlaps:
+            entry["overlaps"] = {"job": decoy.overlaps, "cadence": decoy.cadence}
+    for sim, entry in zip(sims, doc["instances"], strict=True):
+        own = names.get(sim.host.name)
+        entry["gpu_uuid"] = own.gpu_uuid if own else None
+        entry["files"] = files.get(sim.host.name, [])
+        entry["echo"] = sim.host.name in shapes.echo_hosts
+        if own and own.pods:
+            for life, pod in zip(entry["lifetimes"], own.pods, strict=True):
+                life["pod"] = pod
+    ooms = {s.host.name: int((s.cause != OK).sum()) for s in sims}
+    doc["counts"]["oom_records"] = sum(n * (2 if h in shapes.echo_hosts else 1) for h, n in ooms.items())
+    doc["counts"]["ooms_in_two_logs"] = sum(n for h, n in ooms.items() if h in shapes.echo_hosts)
+    return doc

@@ -1,0 +1,122 @@
+"""One event per real OOM (issue 35): each real H200 capture folder ingested whole, as a user would, gives as many
+OOM events as tests/data/h200/README.md states, whichever order its files come in, and `oomlab findings` names
+the cause the README states.
+
+The folders hold each OOM up to four times: the request-log row (or steps.jsonl), the verbatim message in
+oom_messages.txt (no time of its own: it is linked by its numbers, in its file's order), and the `oom` entry of
+every snapshot whose trace still holds it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pytest
+
+from oomlab.load import reconcile
+
+from conftest import H200
+
+# folder -> (real OOMs, the instance the events are on, the cause findings must name) from the README
+FOLDERS = {
+    "serve_leak": (3, "gpu-a-0", "leak"),
+    "serve_mixed": (4, "gpu-b-1", "external_pressure"),
+    "fragmentation": (2, "steps", "fragmentation"),
+    "fragmentation_expandable": (2, "steps", "fragmentation"),
+}
+
+
+def _ingest(run_cli, db, paths) -> None:
+    result = run_cli("ingest", *map(str, paths), "--db", str(db), "--quiet")
+    assert result.exit_code == 0, result.output
+
+
+def _events(db) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(
+            "SELECT ts, instance, requested_bytes, sightings, origins FROM stg_oom_events ORDER BY ts"
+        ).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_a_capture_folder_has_one_event_per_real_oom(tmp_path, run_cli, folder):
+    ooms, instance, cause = FOLDERS[folder]
+    db = tmp_path / "whole.duckdb"
+    _ingest(run_cli, db, [H200 / folder])
+    events = _events(db)
+    assert len(events) == ooms
+    assert {e[1] for e in events} == {instance}
+    # every event was seen by the log and the message file at least
+    assert all(e[3] >= 2 and {"message"} < set(e[4]) for e in events)
+    findings = run_cli("findings", "--db", str(db), "--json", str(tmp_path / "f.json"))
+    assert findings.exit_code == 0, findings.output
+    top = json.loads((tmp_path / "f.json").read_text())["findings"][0]
+    assert (top["kind"], top["impact"]) == (cause, ooms)
+
+
+@pytest.mark.parametrize("folder", ["serve_leak", "fragmentation"])
+def test_the_order_of_ingest_never_changes_the_events(tmp_path, run_cli, folder):
+    files = sorted((H200 / folder).iterdir())
+    forward, backward = tmp_path / "forward.duckdb", tmp_path / "backward.duckdb"
+    for path in files:
+        _ingest(run_cli, forward, [path])
+    for path in reversed(files):
+        _ingest(run_cli, backward, [path])
+    assert _events(forward) == _events(backward)
+
+
+def test_two_messages_for_one_logged_oom_stay_apart_when_their_order_cannot_say_which():
+    """fragmentation/oom_messages.txt holds two equal messages; with one timed sighting to match, neither is it."""
+    logged = _sighting(1, "structured", ts=True)
+    first, second = _sighting(2, "message", source=2, line=2), _sighting(3, "message", source=2, line=4)
+    events = reconcile.link([logged, first, second])
+    assert sorted(len(e.sightings) for e in events) == [1, 1, 1]
+
+
+def test_a_snapshot_size_matches_the_message_through_the_allocators_rounding():
+    """serve_mixed's first OOM: the snapshot records 416,587,776 B asked, the message 398.00 MiB allocated."""
+    message = _sighting(1, "structured", ts=True, requested=417333248)
+    snapshot = _sighting(2, "snapshot", source=2, ts=True, requested=416587776)
+    (event,) = reconcile.link([message, snapshot])
+    assert [s.origin for s in event.sightings] == ["structured", "snapshot"]
+    assert reconcile.allocation_size(416587776) == 417333248
+
+
+def test_placed_sightings_on_two_hosts_are_two_events():
+    a = _sighting(1, "structured", ts=True, instance="host-a", placed=True)
+    b = _sighting(2, "message", source=2, ts=True, instance="host-b", placed=True)
+    assert len(reconcile.link([a, b])) == 2
+
+
+def _sighting(
+    event_id: int,
+    origin: str,
+    *,
+    source: int = 1,
+    line: int = 1,
+    ts: bool = False,
+    requested: int = 1 << 30,
+    instance: str = "file",
+    placed: bool = False,
+) -> reconcile.Sighting:
+    from datetime import datetime, timedelta
+
+    return reconcile.Sighting(
+        event_id=event_id,
+        source_id=source,
+        path=f"/logs/{source}.log",
+        line=line,
+        origin=origin,
+        ts=datetime(2026, 11, 30, 1, 44, 57) if ts else None,
+        instance=instance,
+        placed=placed,
+        gpu_index=0,
+        requested=requested,
+        free=145867826790,
+        total=150109880320,
+        latency=timedelta(0),
+    )
