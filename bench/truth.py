@@ -351,11 +351,23 @@ def run_fleet(seed: int, work: Path, shapes: tuple[str, ...] = ()) -> tuple[dict
     truths = json.loads((folder / "truths.json").read_text())
     paths = [str(folder / name) for name in DATA if (folder / name).exists()]
     tz = truths["time"]["ingest_tz"]
-    argv = oomlab_argv("ingest", *paths, "--db", str(db), "--quiet", *(["--tz", tz] if tz else []))
+    argv = oomlab_argv("ingest", *paths, "--db", str(db), "--quiet", *(["--tz", tz] if tz else []), *_field_map(truths))
     ingest = _run(argv, f"ingest of seed {seed}")
     analyse = _run([sys.executable, "-c", FINDINGS, str(db), str(found)], f"findings of seed {seed}")
     times = f"generate {gen:.1f} s, ingest {ingest:.1f} s, findings {analyse:.1f} s"
     return truths, json.loads(found.read_text()), times
+
+
+def _field_map(truths: dict[str, Any]) -> list[str]:
+    """`--map` options for memory fields the fleet names its own way (`gpu_mem_allocated_gib` for allocated_after),
+    as their user would write them: the name only, its unit is read from the suffix. A name that is the canonical
+    one plus a unit suffix needs none."""
+    units = truths["generator"]["shapes"].get("units") or {}
+    options = []
+    for canonical, name in sorted((units.get("fields") or {}).items()):
+        if name.rpartition("_")[0] != canonical:
+            options += ["--map", f"{canonical}={name}"]
+    return options
 
 
 def report_fleet(seed: int, truths: dict[str, Any], fleet: Score, times: str) -> list[str]:

@@ -35,7 +35,26 @@ class Mapped:
 
 FIELDS: tuple[Field, ...] = (
     Field("ts", "ts", ("timestamp", "@timestamp", "time", "datetime", "event_time", "created_at")),
-    Field("instance", "text", ("host", "hostname", "pod", "pod_name", "node", "node_name", "server")),
+    # the device: a host or Kubernetes node first; a pod only where nothing names the node (a pod is one process
+    # lifetime, renamed on every restart: LIFETIME_COLUMNS keeps it beside the node)
+    Field(
+        "instance",
+        "text",
+        (
+            "host",
+            "hostname",
+            "node",
+            "node_name",
+            "nodename",
+            "kubernetes.node_name",
+            "kubernetes.host",
+            "k8s_node",
+            "server",
+            "pod",
+            "pod_name",
+            "kubernetes.pod_name",
+        ),
+    ),
     Field("gpu_index", "int", ("gpu", "gpu_id", "gpu_idx", "device_index", "cuda_device")),
     Field("model_version", "text", ("model", "model_name", "model_id", "version")),
     Field("request_id", "text", ("req_id", "requestid", "id", "trace_id")),
@@ -68,6 +87,10 @@ FIELDS: tuple[Field, ...] = (
 )
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in FIELDS)
+
+# Columns that name a process lifetime (a pod, renamed on every restart; a container): kept in `extra` even when
+# they stand in for the instance, so that stg_requests reads each request's lifetime beside its device.
+LIFETIME_COLUMNS: frozenset[str] = frozenset({"pod", "pod_name", "kubernetes.pod_name", "container_id"})
 
 _BLANKS = re.compile(r"[\s\-]+")
 

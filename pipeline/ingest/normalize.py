@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..fields import FIELDS, Field, column_unit, resolve_columns
+from ..fields import FIELDS, LIFETIME_COLUMNS, Field, column_unit, normalise_name, resolve_columns
 from ..load.sql import bind
 from ..parse.structured import Stage
 from .plausible import IMPLAUSIBLE_TIME
@@ -246,7 +246,8 @@ def staged_select(stage: Stage, fields: tuple[Field, ...] = FIELDS, tz: str | No
     # A row the stage could not read at all (bad JSON) gets only that reason.
     reason = f"coalesce({stage.guard}, nullif(concat_ws('; ', {', '.join(checks)}), ''))"
     possible = _possible_sql(values)
-    consumed = {c for columns in mapping.values() for c in columns}
+    # a lifetime's column stays in extra even where it stands in for the instance (fields.LIFETIME_COLUMNS)
+    consumed = {c for columns in mapping.values() for c in columns if normalise_name(c) not in LIFETIME_COLUMNS}
     # CASE evaluates its branch only for the rows that take it: raw text costs nothing for good rows.
     sql = (
         f"SELECT {stage.line} AS line, {', '.join(selects)}, "

@@ -30,6 +30,7 @@ from pathlib import Path
 import duckdb
 
 from ..config import ALLOCATOR_PRINTOUTS, instance_from_filename
+from ..parse.oom.message import parse_oom_message
 from ..units import GIB, KIB, MIB
 from .sql import sql_text
 
@@ -91,6 +92,7 @@ class Sighting:
     free: int | None
     total: int | None
     latency: timedelta
+    self_pid: int | None = None
 
     @property
     def order(self) -> tuple:
@@ -103,6 +105,7 @@ class Event:
     """Sightings found to be one failure; the first is its key."""
 
     sightings: list[Sighting] = field(default_factory=list)
+    host: str | None = None  # placed by telemetry listing its process (place_by_pid), when no sighting is
 
     @property
     def key(self) -> Sighting:
@@ -114,8 +117,12 @@ class Event:
 
     @property
     def instance(self) -> str | None:
-        placed = next((s.instance for s in self.sightings if s.placed), None)
+        placed = next((s.instance for s in self.sightings if s.placed), self.host)
         return placed if placed is not None else self.key.instance
+
+    @property
+    def placed(self) -> bool:
+        return self.host is not None or any(s.placed for s in self.sightings)
 
     def has_source(self, source_id: int) -> bool:
         return any(s.source_id == source_id for s in self.sightings)
@@ -152,7 +159,7 @@ def numbers_agree(event: Event, s: Sighting) -> bool:
 def same_device(event: Event, s: Sighting) -> bool:
     """Placed sightings name one instance; a GPU index counts only between request-log rows, because a
     message's or snapshot's `GPU 0` is the process's own index (CUDA_VISIBLE_DEVICES renumbers from 0)."""
-    if s.placed and any(x.placed for x in event.sightings) and event.instance != s.instance:
+    if s.placed and event.placed and event.instance != s.instance:
         return False
     if s.origin == "structured" and s.gpu_index is not None:
         other = next((x for x in event.sightings if x.origin == "structured" and x.gpu_index is not None), None)
@@ -298,7 +305,9 @@ def is_placed(instance: str | None, label: str | None, path: str) -> bool:
 def read_sightings(con: duckdb.DuckDBPyConnection) -> list[Sighting]:
     rows = con.execute(sql_text("select_oom_sightings")).fetchall()
     out = []
-    for event_id, source_id, path, label, line, origin, ts, instance, gpu, requested, free, total, latency in rows:
+    for row in rows:
+        event_id, source_id, path, label, line, origin, ts, instance, gpu, req, free, total, latency, logged, pid = row
+        requested, free, total = _printed_numbers(logged) or (req, free, total)
         out.append(
             Sighting(
                 event_id=event_id,
@@ -314,9 +323,22 @@ def read_sightings(con: duckdb.DuckDBPyConnection) -> list[Sighting]:
                 free=free,
                 total=total,
                 latency=timedelta(milliseconds=latency) if latency and latency > 0 else timedelta(0),
+                self_pid=pid,
             )
         )
     return out
+
+
+def _printed_numbers(message: str | None) -> tuple[int | None, int | None, int | None] | None:
+    """A request-log row's sizes as the OOM message it logged prints them: the row's own columns may be rounded
+    to the unit it logs in (`requested_size_gib: 0.17`), while another file's copy of the failure prints the
+    same message, to PyTorch's precision."""
+    if not message:
+        return None
+    parsed = parse_oom_message(message)
+    if parsed is None or parsed.requested_bytes is None:
+        return None
+    return parsed.requested_bytes, parsed.free_bytes, parsed.total_capacity_bytes
 
 
 def _matched_by(event: Event, s: Sighting) -> str:
@@ -327,9 +349,36 @@ def _matched_by(event: Event, s: Sighting) -> str:
     return "time and numbers"
 
 
+def place_by_pid(con: duckdb.DuckDBPyConnection, events: list[Event]) -> None:
+    """An event no file placed, whose message names this process's pid (the host's, through a PID namespace):
+    on the one host whose nvidia-smi listed that pid at the time, if exactly one did."""
+    import pyarrow as pa
+
+    asked = [
+        (i, e.ts, pid)
+        for i, e in enumerate(events)
+        if not e.placed and e.ts is not None and (pid := next((s.self_pid for s in e.sightings if s.self_pid), None))
+    ]
+    if not asked:
+        return
+    keys, times, pids = zip(*asked, strict=True)
+    table = pa.table({"key": pa.array(keys, pa.int64()), "ts": pa.array(times), "pid": pa.array(pids, pa.int64())})
+    con.register("oom_pids", table)
+    try:
+        hosts: dict[int, list[str]] = defaultdict(list)
+        for key, instance in con.execute(sql_text("select_pid_hosts")).fetchall():
+            hosts[key].append(instance)
+    finally:
+        con.unregister("oom_pids")
+    for key, found in hosts.items():
+        if len(found) == 1:
+            events[key].host = found[0]
+
+
 def reconcile_oom_sightings(con: duckdb.DuckDBPyConnection) -> int:
     """Rebuild oom_event_links over every sighting; returns the number of events."""
     events = link(read_sightings(con))
+    place_by_pid(con, events)
     rows = [
         (s.event_id, event.key.event_id, event.instance, _matched_by(event, s))
         for event in events

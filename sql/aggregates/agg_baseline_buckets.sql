@@ -1,6 +1,6 @@
 -- The aggregate tier (see agg_request_minutes): the allocated baseline of each instance and GPU in short time
 -- buckets (BASELINE_BUCKETS over the device's time span, at least MIN_BUCKET_US each), per model version and
--- process id, so that process lifetimes and leaks (fct_request_baselines) are found on at most a few thousand
+-- process (pid or pod), so that process lifetimes and leaks (fct_request_baselines) are found on at most a few thousand
 -- rows per device whatever the number of requests. The baseline is allocated_after, or allocated_before on a
 -- device whose log states no allocated_after. Ties go to the earliest reading, so reruns and engines agree.
 CREATE OR REPLACE VIEW agg_baseline_buckets AS
@@ -16,6 +16,7 @@ WITH states_after AS (
         q.ts,
         q.model_version,
         q.pid,
+        q.pod,
         q.is_oom,
         coalesce(q.allocated_before, q.allocated_after) AS level_before,
         CASE WHEN a.instance IS NULL THEN q.allocated_before ELSE q.allocated_after END AS baseline_reading,
@@ -43,6 +44,7 @@ SELECT /*+ BROADCAST(s) */
     r.gpu_index,
     r.model_version,
     r.pid,
+    r.pod,
     date_diff('microsecond', s.first_ts, r.ts) // s.bucket_us AS bucket,
     min(r.ts) AS bucket_start,
     max(r.ts) AS bucket_end,
@@ -62,4 +64,4 @@ SELECT /*+ BROADCAST(s) */
     max(r.device_total) AS device_total
 FROM readings AS r
 JOIN spans AS s ON s.instance = r.instance AND s.gpu_index = r.gpu_index
-GROUP BY r.instance, r.gpu_index, r.model_version, r.pid, date_diff('microsecond', s.first_ts, r.ts) // s.bucket_us;
+GROUP BY r.instance, r.gpu_index, r.model_version, r.pid, r.pod, date_diff('microsecond', s.first_ts, r.ts) // s.bucket_us;

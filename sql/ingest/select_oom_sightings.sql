@@ -1,7 +1,9 @@
 -- Every OOM sighting with what load/reconcile.py links sightings of one real OOM by: where and when it was
 -- seen, its sizes, the request's latency (a request-log row is stamped once per request, the failure falls
 -- anywhere inside it) and the source's path and label (an instance that only repeats the file's name places
--- nothing).
+-- nothing) and, for a request-log row, the OOM message it logged (the numbers another file's copy of it
+-- prints), and the pid of the listed process that is this one (stg_oom_sightings: seen through a PID
+-- namespace, the host's pid, as nvidia-smi on that host lists it).
 SELECT
     o.event_id,
     o.source_id,
@@ -15,8 +17,10 @@ SELECT
     o.requested_bytes,
     o.free_bytes,
     o.total_capacity_bytes,
-    r.latency_ms
-FROM oom_events AS o
+    r.latency_ms,
+    CASE WHEN o.origin = 'structured' THEN o.message END AS logged_message,
+    o.self_pid
+FROM stg_oom_sightings AS o
 JOIN sources AS s USING (source_id)
 LEFT JOIN requests AS r ON o.origin = 'structured' AND r.source_id = o.source_id AND r.line = o.line
 ORDER BY o.event_id;

@@ -2,7 +2,7 @@
 -- time span, at least 1 ms each), with the process lifetime each bucket belongs to. Bucketing first keeps the
 -- restart search small whatever the number of requests. A lifetime ends where the process restarted: the model
 -- version changed (a deploy restarts the process), the log names another process id (`pid`, when its lines
--- carry one), the allocated memory fell back toward the level a fresh
+-- carry one) or another pod, the allocated memory fell back toward the level a fresh
 -- process of this version holds (a restart frees everything a leak piled up, a request never does), or the
 -- instance logged nothing for 6 hours. The fall is measured against the growth above that fresh level, not
 -- against the whole level: with 14 GiB of weights, a restart after 3 GiB of leak drops the level by only
@@ -32,7 +32,7 @@ WITH buckets AS (
         CASE
             WHEN lag(bucket_end) OVER w IS NULL THEN 'start'
             WHEN model_version IS DISTINCT FROM lag(model_version) OVER w THEN 'version_change'
-            WHEN pid <> lag(pid) OVER w THEN 'process_start'
+            WHEN pid <> lag(pid) OVER w OR pod <> lag(pod) OVER w THEN 'process_start'
             WHEN running_bytes - low_bytes >= BASELINE_DROP_MIN_BYTES()
                  AND running_bytes - low_bytes >= RESTART_RETURN_SHARE() * (running_bytes - fresh_bytes)
                 THEN 'baseline_drop'

@@ -78,11 +78,12 @@ sized AS (
         coalesce(r.allocated_before - b.deployment_baseline, 0) <= RAISED_BASELINE_BYTES() AS at_fresh_baseline,
         k.input_cost,
         k.tokens_cost,
-        -- a listed process is a neighbour for sure only beside PyTorch's own "this process" clause: without it the
-        -- one listed may be this process seen through a PID namespace (stg_oom_sightings tells them apart; this
-        -- per-row reading stays portable to the aggregate tier's engines)
-        r.is_oom AND coalesce(array_length(e.other_processes), 0) > 0 AND e.process_in_use_bytes IS NOT NULL
-            AS names_neighbour,
+        -- a neighbour is named when the message lists a process besides this one: PyTorch prints the "this
+        -- process" clause when it finds its own pid among the driver's list; without it (a PID namespace) one
+        -- of the listed is this process (stg_oom_sightings), so only a second one is a neighbour. Counted, not
+        -- judged by size, so that this per-row reading stays portable to the aggregate tier's engines.
+        r.is_oom AND coalesce(array_length(e.other_processes), 0)
+            > CASE WHEN e.process_in_use_bytes IS NULL THEN 1 ELSE 0 END AS names_neighbour,
         coalesce(e.reserved_unallocated_bytes, r.reserved_memory - r.allocator_allocated)
             AS reserved_unallocated_bytes,
         coalesce(e.requested_bytes, r.requested_size) AS requested_bytes,

@@ -1,7 +1,8 @@
 -- requests as the fleet views read them: the device index defaults to 0 (a log that names no GPU ran on one),
 -- `is_oom` says whether the request ended in an out-of-memory error (an oom status or an OOM message), and
 -- `pid` is the serving process's id when the log line carries one (`pid`, `process_id` or `worker_pid`,
--- kept in `extra`): a new pid on a device is a process start, whatever the memory did. Rows dated where no GPU
+-- kept in `extra`): a new pid on a device is a process start, whatever the memory did; so is a new `pod` (a
+-- Kubernetes pod, or container, is one process lifetime and is renamed on every restart; the node is the device). Rows dated where no GPU
 -- log can be (before TS_EARLIEST or more than TS_AHEAD ahead: ingest rejects them now, an earlier version may
 -- have loaded them) are left out, so that one year-9999 row cannot stretch every time range.
 -- The columns are named, not `* REPLACE`, so that the aggregate tier runs this view on Spark too (load/portable.py;
@@ -18,6 +19,8 @@ SELECT ts, instance, coalesce(gpu_index, 0) AS gpu_index, model_version, request
            gpu_index, latency_ms, batch_size, input_sequence_length, output_sequence_length, requested_size,
            available_memory, allocator_allocated, reserved_memory, allocated_before, allocated_after,
            reserved_before, reserved_after, peak_allocated, device_total) AS sizes_possible,
-       TRY_CAST(coalesce(extra ->> 'pid', extra ->> 'process_id', extra ->> 'worker_pid') AS BIGINT) AS pid
+       TRY_CAST(coalesce(extra ->> 'pid', extra ->> 'process_id', extra ->> 'worker_pid') AS BIGINT) AS pid,
+       coalesce(extra ->> 'pod', extra ->> 'pod_name', extra ->> 'kubernetes.pod_name', extra ->> 'container_id')
+           AS pod
 FROM requests
 WHERE ts BETWEEN TS_EARLIEST() AND CAST(now() AS TIMESTAMP) + TS_AHEAD();

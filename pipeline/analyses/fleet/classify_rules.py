@@ -76,9 +76,12 @@ class OomFacts:
         return max(0, self.baseline - self.healthy_baseline)
 
     def raised(self) -> bool:
-        """Is the baseline meaningfully above where the lifetime started?"""
-        floor = max(MIN_EXCESS_BYTES, MIN_EXCESS_SHARE * (self.limit or 0))
-        return self.excess >= floor
+        """Is the baseline meaningfully above where the lifetime started? In a lifetime the leak analysis found
+        climbing, every byte above its start is leaked (the fit says so), so a rise beyond the 64 MiB floor counts;
+        elsewhere a rise can be a temporary kept alive between requests, so only one of a share of the card does."""
+        if self.leaking:
+            return self.excess >= MIN_EXCESS_BYTES
+        return self.excess >= max(MIN_EXCESS_BYTES, MIN_EXCESS_SHARE * (self.limit or 0))
 
     def at_edge(self, need: int | None) -> bool:
         """Does `need` reach the largest peak the card has served?"""
@@ -272,9 +275,11 @@ def transient(f: OomFacts) -> Verdict | None:
     if f.need is None or f.limit is None:
         return None
     also = ("leak",) if f.raised() else ()
+    against = "at or above" if f.at_edge(f.need) else "below"
     text = (
-        f"{_request(f)} needed about {size(f.need)}, below the {size(f.limit)} that succeeds on "
-        f"{f.card} cards, with no neighbour named and no cap reached: a transient peak"
+        f"{_request(f)} needed about {size(f.need)}, {against} the {size(f.limit)} that succeeds on "
+        f"{f.card} cards, with no neighbour named, no cap reached and no rise of the baseline that tipped it: a "
+        f"transient peak"
     )
     return Verdict("transient_peak", 0.5, text, "transient", also)
 
