@@ -58,21 +58,28 @@ def _columns(con: duckdb.DuckDBPyConnection, relation: str) -> dict[str, str]:
     return dict(rows)
 
 
-def _source(folder: Path, columns: dict[str, str]) -> str:
+def _source(con: duckdb.DuckDBPyConnection, folder: Path, columns: dict[str, str]) -> str:
     """The set's files of one table or aggregate, read as the schema types them (the writing engine's types may
-    differ: Spark writes DuckDB's HUGEINT sums as DECIMAL); a folder without files is an empty relation."""
+    differ: Spark writes DuckDB's HUGEINT sums as DECIMAL); a folder without files is an empty relation, and a
+    column the files lack (a set an earlier version wrote) reads as NULL."""
     if not folder.is_dir():
         raise OomlabError(f"aggregate set incomplete: {folder} is missing", hint="run oomlab aggregate again")
     if not any(folder.glob("*.parquet")):
         nulls = ", ".join(f'CAST(NULL AS {t}) AS "{c}"' for c, t in columns.items())
         return f"SELECT {nulls} WHERE false"
-    typed = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in columns.items())
-    return f"SELECT {typed} FROM read_parquet({path_literal(folder / '*.parquet')}, union_by_name = true)"
+    files = f"read_parquet({path_literal(folder / '*.parquet')}, union_by_name = true)"
+    present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {files}").fetchall()}
+    typed = ", ".join(f'CAST({_quoted(c) if c in present else "NULL"} AS {t}) AS "{c}"' for c, t in columns.items())
+    return f"SELECT {typed} FROM {files}"
+
+
+def _quoted(column: str) -> str:
+    return f'"{column}"'
 
 
 def _load_table(con: duckdb.DuckDBPyConnection, table: str, folder: Path) -> None:
-    con.execute(f'INSERT INTO "{table}" {_source(folder, _columns(con, table))}')
+    con.execute(f'INSERT INTO "{table}" {_source(con, folder, _columns(con, table))}')
 
 
 def _attach_aggregate(con: duckdb.DuckDBPyConnection, name: str, folder: Path) -> None:
-    con.execute(f'CREATE OR REPLACE VIEW "{name}" AS {_source(folder, _columns(con, name))}')
+    con.execute(f'CREATE OR REPLACE VIEW "{name}" AS {_source(con, folder, _columns(con, name))}')
