@@ -375,10 +375,55 @@ def place_by_pid(con: duckdb.DuckDBPyConnection, events: list[Event]) -> None:
             events[key].host = found[0]
 
 
+@dataclass(frozen=True)
+class Source:
+    """A file as placement reads it: its folder, and the devices its rows name (None: only its own name)."""
+
+    source_id: int
+    folder: str
+    devices: frozenset[str]
+
+
+def read_sources(con: duckdb.DuckDBPyConnection) -> list[Source]:
+    out = []
+    for source_id, path, label, instances in con.execute(sql_text("select_source_instances")).fetchall():
+        named = frozenset(i for i in instances or () if is_placed(i, label, path))
+        out.append(Source(source_id, str(Path(path).parent), named))
+    return out
+
+
+def place_sources(sources: list[Source], events: list[Event]) -> dict[int, tuple[str, str]]:
+    """(device, how) for each file that names no device of its own: the one device its OOMs were linked to,
+    else the one device every file of its folder is on. Files whose evidence names two devices stay as they
+    are."""
+    linked: dict[int, set[str]] = defaultdict(set)
+    for event in events:
+        # an event seen by several files ties them to one process: on its placed device, else on the device its
+        # key sighting's file names (a capture folder whose files name no host at all is still one process)
+        if event.instance is not None and (event.placed or len({s.source_id for s in event.sightings}) > 1):
+            for s in event.sightings:
+                linked[s.source_id].add(event.instance)
+    by_folder: dict[str, set[str]] = defaultdict(set)
+    for source in sources:
+        by_folder[source.folder] |= source.devices or linked.get(source.source_id, set())
+    placed: dict[int, tuple[str, str]] = {}
+    for source in sources:
+        if source.devices:
+            continue
+        own, folder = linked.get(source.source_id, set()), by_folder[source.folder]
+        if len(own) == 1:
+            placed[source.source_id] = (next(iter(own)), "its OOMs")
+        elif not own and len(folder) == 1:
+            placed[source.source_id] = (next(iter(folder)), "its folder")
+    return placed
+
+
 def reconcile_oom_sightings(con: duckdb.DuckDBPyConnection) -> int:
-    """Rebuild oom_event_links over every sighting; returns the number of events."""
+    """Rebuild oom_event_links and source_placements over every sighting and file; returns the number of
+    events."""
     events = link(read_sightings(con))
     place_by_pid(con, events)
+    placements = place_sources(read_sources(con), events)
     rows = [
         (s.event_id, event.key.event_id, event.instance, _matched_by(event, s))
         for event in events
@@ -391,6 +436,12 @@ def reconcile_oom_sightings(con: duckdb.DuckDBPyConnection) -> int:
             con.register("new_oom_event_links", _links_table(rows))
             con.execute("INSERT INTO oom_event_links SELECT * FROM new_oom_event_links")
             con.unregister("new_oom_event_links")
+        con.execute("DELETE FROM source_placements")
+        if placements:
+            con.executemany(
+                "INSERT INTO source_placements VALUES (?, ?, ?)",
+                [(source_id, device, how) for source_id, (device, how) in sorted(placements.items())],
+            )
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")

@@ -120,3 +120,46 @@ def _sighting(
         total=150109880320,
         latency=timedelta(0),
     )
+
+
+DEVICES_SEEN = """
+SELECT DISTINCT instance FROM (
+    SELECT instance FROM stg_requests UNION ALL SELECT instance FROM stg_oom_events
+    UNION ALL SELECT instance FROM stg_allocator_stats UNION ALL SELECT instance FROM stg_snapshots
+) ORDER BY 1
+"""
+
+
+@pytest.mark.parametrize(
+    "folder, device",
+    [("serve_leak", "gpu-a-0"), ("serve_mixed", "gpu-b-1"), ("cache_bloat", "gpu-c-2"), ("fragmentation", "steps")],
+)
+def test_a_capture_folder_is_one_device(tmp_path, run_cli, folder, device):
+    """Its request log names the device (or, in fragmentation, nothing does and its OOMs tie the files into one
+    process); the snapshots and memory printouts beside it, which name none, are on it too."""
+    db = tmp_path / "whole.duckdb"
+    _ingest(run_cli, db, [H200 / folder])
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert [r[0] for r in con.execute(DEVICES_SEEN).fetchall()] == [device]
+    finally:
+        con.close()
+
+
+def test_a_folder_of_two_hosts_places_no_unnamed_file(tmp_path, run_cli):
+    """Two real request logs naming two hosts (gpu-a-0, gpu-b-1) and a printout in one folder: the printout's
+    folder names two devices, so it stays on its own."""
+    import shutil
+
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    shutil.copy(H200 / "serve_leak/requests.jsonl.gz", folder / "a.jsonl.gz")
+    shutil.copy(H200 / "serve_mixed/requests.jsonl.gz", folder / "b.jsonl.gz")
+    shutil.copy(H200 / "serve_leak/memory_stats_end.json.gz", folder / "memory_stats_end.json.gz")
+    db = tmp_path / "two.duckdb"
+    _ingest(run_cli, db, [folder])
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert [r[0] for r in con.execute(DEVICES_SEEN).fetchall()] == ["gpu-a-0", "gpu-b-1", "logs"]
+    finally:
+        con.close()
