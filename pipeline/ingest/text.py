@@ -13,6 +13,7 @@ from ..config import IngestOptions
 from ..load import tables as load
 from ..parse.alloc_conf import SettingsScanner
 from ..parse.allocator import SummaryScanner
+from ..parse.text.host_label import host_named_in
 from ..parse.text.textlog import scan_text_log
 from ..records import Reject, TextOom
 from .alloc_conf import insert_stated
@@ -35,7 +36,8 @@ def ingest_text_log(
 ) -> tuple[int, int]:
     """Load the OOM messages (and engine start-up reports) of one text log; returns (rows, rejects). How far
     the scan has got goes to `position`."""
-    instance = options.instance_for(path)
+    # --instance, else the one node or host the log names of itself (a pod's log), else the file's name
+    instance = options.instance or host_named_in(path) or options.instance_for(path)
     found: list[TextOom] = []
     rejects: list[Reject] = []
     startup = startup_scanner(options)

@@ -81,6 +81,11 @@ CREATE OR REPLACE MACRO LARGE_REQUEST_QUANTILE() AS 0.95;
 -- fct_oom_neighbours_seen takes the last nvidia-smi round at or before a failure only if it is at most this
 -- old: an older list of processes says little about who held the card when it failed.
 CREATE OR REPLACE MACRO NEIGHBOUR_ROUND_MAX_AGE() AS INTERVAL 15 MINUTE;
+-- Memory a process holds outside PyTorch's counters: the CUDA context and its libraries' workspaces (domain.md:
+-- a few hundred MB to about 1 GiB). Memory in use on the card beyond what this process reserved and this much is
+-- held by processes its OOM message does not name (fct_oom_context.unnamed_other_bytes; the snapshot classifier
+-- the same).
+CREATE OR REPLACE MACRO CONTEXT_ALLOWANCE_BYTES() AS 1073741824;
 
 -- Weekly buckets count from this Monday, so that they are ISO weeks (Monday 00:00 UTC): rpt_oom_rate_weekly
 -- and the week-over-week numbers of oomlab.analyses.fleet.aggregates.

@@ -23,6 +23,8 @@ from . import leaks
 from .classify_rules import OomFacts, Verdict, decide
 from .oom_limits import instance_limits, token_cost
 
+# Where the neighbours come from when neither the message nor nvidia-smi names one: the card's memory accounting.
+UNNAMED = "memory accounting"
 # Rules too weak to stand against a snapshot that shows the allocator's actual layout.
 _WEAK_RULES = frozenset({"nearly_full_cache", "transient", "message_capacity", "none", "no_numbers"})
 
@@ -110,10 +112,25 @@ def _with_telemetry(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.
     )
     named = pl.col("other_bytes").fill_null(0) > 0
     use = ~named & (pl.col("seen_other_bytes").fill_null(0) > 0)
-    by = pl.when(named).then(pl.lit("message")).when(use).then(pl.lit("nvidia-smi")).otherwise(pl.lit(None, pl.Utf8))
+    # neither named nor listed: the card's memory in use beyond this process's (fct_oom_context), held by someone
+    unnamed = ~named & ~use & (pl.col("unnamed_other_bytes").fill_null(0) > 0)
+    by = (
+        pl.when(named)
+        .then(pl.lit("message"))
+        .when(use)
+        .then(pl.lit("nvidia-smi"))
+        .when(unnamed)
+        .then(pl.lit(UNNAMED))
+        .otherwise(pl.lit(None, pl.Utf8))
+    )
     seen_by = pl.col("neighbours_seen_by") == "nvidia-smi"
     return joined.with_columns(by.alias("neighbours_seen_by")).with_columns(
-        pl.when(seen_by).then(pl.col("seen_other_bytes")).otherwise(pl.col("other_bytes")).alias("other_bytes"),
+        pl.when(seen_by)
+        .then(pl.col("seen_other_bytes"))
+        .when(pl.col("neighbours_seen_by") == UNNAMED)
+        .then(pl.col("unnamed_other_bytes"))
+        .otherwise(pl.col("other_bytes"))
+        .alias("other_bytes"),
         pl.when(seen_by).then(pl.col("seen_other_pids")).otherwise(pl.col("other_pids")).alias("other_pids"),
         pl.when(seen_by)
         .then(pl.coalesce("process_in_use_bytes", "seen_own_bytes"))
@@ -245,6 +262,8 @@ def _facts(row: dict, snapshot: tuple[str, str] | None) -> OomFacts:
         other_seen_at=row["seen_at"],
         other_names=tuple(row["seen_other_names"] or ()),
         self_basis=row["self_basis"],
+        other_unnamed=row["neighbours_seen_by"] == UNNAMED,
+        in_use_on_card=row["in_use_on_card_bytes"],
     )
 
 

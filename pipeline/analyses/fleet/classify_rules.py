@@ -67,6 +67,8 @@ class OomFacts:
     other_seen_at: datetime | None = None  # set when the neighbours come from nvidia-smi, not the message
     other_names: tuple[str, ...] = ()
     self_basis: str | None = None  # why a listed process is this one (stg_oom_sightings), None when none is
+    other_unnamed: bool = False  # `other` is the card's memory in use that no named process accounts for
+    in_use_on_card: int | None = None  # total - free, as the message states them
 
     @property
     def excess(self) -> int:
@@ -115,6 +117,12 @@ def _request(f: OomFacts) -> str:
 
 
 def _neighbours(f: OomFacts) -> str:
+    if f.other_unnamed:
+        return (
+            f"processes the message does not name held about {size(f.other)} (the card had "
+            f"{size(f.in_use_on_card)} in use, more than this process's {size(f.reserved)} reserved and a context "
+            f"account for)"
+        )
     pids = ", ".join(str(p) for p in f.other_pids) or "?"
     noun = "process" if len(f.other_pids) == 1 else "processes"
     if f.other_seen_at is None:
@@ -141,8 +149,11 @@ def no_numbers(f: OomFacts) -> Verdict | None:
 
 
 def dominant_neighbour(f: OomFacts) -> Verdict | None:
-    """Other processes hold more of the device than this one: free is small because of them."""
-    if not f.other or f.in_use is None or f.other < f.in_use:
+    """Other processes hold more of the device than this one: free is small because of them. Where the message
+    states no in-use figure and the others are inferred from the card's accounting, this process holds what
+    PyTorch reserved (the context is already counted on its side of that accounting)."""
+    own = f.in_use if f.in_use is not None or not f.other_unnamed else f.reserved
+    if not f.other or own is None or f.other < own:
         return None
     also = ("capacity",) if f.at_edge(f.healthy_need) else ()
     tail = (
@@ -154,7 +165,7 @@ def dominant_neighbour(f: OomFacts) -> Verdict | None:
         else ""
     )
     text = (
-        f"{_neighbours(f)} of the {size(f.device_total)} device while this process had {size(f.in_use)}; "
+        f"{_neighbours(f)} of the {size(f.device_total)} device while this process had {size(own)}; "
         f"{size(f.free)} was free for a {size(f.requested)} request{tail}"
     )
     return Verdict("external_pressure", 0.9, text, "dominant_neighbour", also)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from ...load.settings import CONTEXT_ALLOWANCE_BYTES
 from ...load.sql import sql_text
 from ...units import format_bytes
 from .layout import LayoutReplay, LayoutState
@@ -16,9 +17,6 @@ FRAGMENTATION, CAPACITY, PER_PROCESS_CAP, EXTERNAL_PRESSURE = (
     "per_process_cap",
     "external_pressure",
 )
-# The CUDA context and libraries take memory outside PyTorch's counters (domain.md: up to about 1 GiB);
-# only usage by others beyond that counts as external pressure.
-CONTEXT_ALLOWANCE_BYTES = 1 << 30
 # A caching allocator always keeps some slack. Fragmentation is the cause only when, after serving the
 # request, at least this share of the reserved memory would still be free: a near-full cache (a leak at
 # its cap, a device taken by others) with a little scattered slack is not a fragmentation OOM.
