@@ -42,7 +42,8 @@ def test_the_pods_ooms_land_on_its_node(tmp_path, run_cli, sql):
     """End to end: the pod's log (a real H200 message after the head above) is on node-c-2."""
     from conftest import H200
 
-    messages = gzip.open(H200 / "serve_mixed/oom_messages.txt.gz", "rt").read()
+    with gzip.open(H200 / "serve_mixed/oom_messages.txt.gz", "rt") as handle:
+        messages = handle.read()
     log = tmp_path / "summarize-server-rwd28j6b4g-bp6gp.log"
     log.write_text(POD_HEAD + messages)
     result = run_cli("ingest", str(log), "--db", str(tmp_path / "db.duckdb"), "--quiet")
