@@ -108,9 +108,10 @@ def test_merge_keeps_the_stronger_finding_and_the_others_evidence():
 
 def test_oom_messages_without_request_sizes_make_no_capacity_finding(tmp_path) -> None:
     """The sample fleet's a10-06 writes only a text log: 54 of its OOMs say little was free and name nobody
-    else (rule message_capacity), which a leak or a passing peak explains as well as a request too large for
-    the card. Alone they make no capacity finding (harness fleet 31026 reported one for its leaking A10s);
-    beside request logs that size requests they join the card's (tests/golden)."""
+    else (rule own_memory: the card's accounting shows only its own memory), which a leak or a passing peak
+    explains as well as a request too large for the card. Alone they make no capacity finding (harness fleet
+    31026 reported one for its leaking A10s); beside request logs that size requests they join the card's
+    (tests/golden)."""
     from oomlab import api
     from oomlab.analyses.fleet.classify import classify_ooms
     from oomlab.config import IngestOptions
@@ -121,7 +122,7 @@ def test_oom_messages_without_request_sizes_make_no_capacity_finding(tmp_path) -
     con = duckdb.connect(str(db), read_only=True)
     try:
         events = classify_ooms(con)
-        assert events.filter(pl.col("rule") == "message_capacity").height == 54
+        assert events.filter(pl.col("rule") == "own_memory").height == 54
         assert capacity_findings(con, events) == []
     finally:
         con.close()

@@ -26,7 +26,7 @@ from .oom_limits import instance_limits, token_cost
 # Where the neighbours come from when neither the message nor nvidia-smi names one: the card's memory accounting.
 UNNAMED = "memory accounting"
 # Rules too weak to stand against a snapshot that shows the allocator's actual layout.
-_WEAK_RULES = frozenset({"nearly_full_cache", "transient", "message_capacity", "none", "no_numbers"})
+_WEAK_RULES = frozenset({"nearly_full_cache", "transient", "message_capacity", "own_memory", "none", "no_numbers"})
 
 RESULT_SCHEMA: dict[str, pl.DataType] = {
     "event_id": pl.Int64(),

@@ -303,13 +303,23 @@ def message_only(f: OomFacts) -> Verdict | None:
             f"{size(f.requested)} request (no request log to size the request itself)"
         )
         return Verdict("external_pressure", 0.6, text, "message_neighbour")
-    if f.requested is not None and f.free is not None:
+    if f.requested is None or f.free is None:
+        return None
+    own = f.in_use if f.in_use is not None else f.reserved
+    if f.in_use_on_card is not None and own is not None:
+        # the card's accounting was checked (fct_oom_context.unnamed_other_bytes) and nobody else holds memory:
+        # the process filled the card itself, whatever ran beside it
         text = (
-            f"{size(f.requested)} requested with {size(f.free)} free and {size(f.unallocated)} cached; "
-            f"no other process named (no request log to size the request itself)"
+            f"{size(f.requested)} requested with {size(f.free)} free: the card's {size(f.in_use_on_card)} in use "
+            f"is this process's ({size(own)} {'in use' if f.in_use is not None else 'reserved'} and its context), "
+            f"no other process holds memory on it (no request log to size the request itself)"
         )
-        return Verdict("capacity", 0.4, text, "message_capacity")
-    return None
+        return Verdict("capacity", 0.4, text, "own_memory")  # as sure of the cause as message_capacity
+    text = (
+        f"{size(f.requested)} requested with {size(f.free)} free and {size(f.unallocated)} cached; "
+        f"no other process named (no request log to size the request itself)"
+    )
+    return Verdict("capacity", 0.4, text, "message_capacity")
 
 
 RULES: tuple[Callable[[OomFacts], Verdict | None], ...] = (
