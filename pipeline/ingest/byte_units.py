@@ -16,7 +16,7 @@ import duckdb
 
 from ..cards import CARDS, card_name, matching_cards
 from ..errors import OomlabError
-from ..fields import Field, column_unit, unit_stated
+from ..fields import FIELDS, Field, column_unit, unit_stated
 from ..load.settings import CARD_MAX_BYTES, CARD_MIN_BYTES
 from ..load.sql import bind
 from ..parse.structured import Stage
@@ -33,14 +33,8 @@ CARD_FIELD = "device_total"
 # process's levels all stay under 1 MiB; sizes in MiB or GiB taken for bytes do (a 330 MiB model is 330
 # "bytes"). requested_size and available_memory are left out: a failed allocation can be a few KiB, and a
 # full card can have a few KiB free at every OOM.
-LEVEL_FIELDS = (
-    "allocator_allocated",
-    "reserved_memory",
-    "allocated_before",
-    "allocated_after",
-    "reserved_before",
-    "reserved_after",
-    "peak_allocated",
+LEVEL_FIELDS = tuple(
+    f.name for f in FIELDS if f.kind == "bytes" and f.name not in {"requested_size", "available_memory", CARD_FIELD}
 )
 LEVEL_MIN_BYTES = MIB
 # The units a log's numbers may be in, smallest first.
