@@ -392,10 +392,10 @@ def read_sources(con: duckdb.DuckDBPyConnection) -> list[Source]:
     return out
 
 
-def place_sources(sources: list[Source], events: list[Event]) -> dict[int, tuple[str, str]]:
-    """(device, how) for each file that names no device of its own: the one device its OOMs were linked to,
-    else the one device every file of its folder is on. Files whose evidence names two devices stay as they
-    are."""
+def place_sources(sources: list[Source], events: list[Event]) -> dict[int, tuple[str | None, str]]:
+    """(device, what says so) for every file: None and `its rows` for a file that names its devices; for one that
+    names none, the one device its OOMs were linked to, else the one device every file of its folder is on, else
+    None and `its name` (its name stands in). Evidence naming two devices places nothing."""
     linked: dict[int, set[str]] = defaultdict(set)
     for event in events:
         # an event seen by several files ties them to one process: on its placed device, else on the device its
@@ -406,15 +406,17 @@ def place_sources(sources: list[Source], events: list[Event]) -> dict[int, tuple
     by_folder: dict[str, set[str]] = defaultdict(set)
     for source in sources:
         by_folder[source.folder] |= source.devices or linked.get(source.source_id, set())
-    placed: dict[int, tuple[str, str]] = {}
+    placed: dict[int, tuple[str | None, str]] = {}
     for source in sources:
-        if source.devices:
-            continue
         own, folder = linked.get(source.source_id, set()), by_folder[source.folder]
-        if len(own) == 1:
+        if source.devices:
+            placed[source.source_id] = (None, "its rows")
+        elif len(own) == 1:
             placed[source.source_id] = (next(iter(own)), "its OOMs")
         elif not own and len(folder) == 1:
             placed[source.source_id] = (next(iter(folder)), "its folder")
+        else:
+            placed[source.source_id] = (None, "its name")
     return placed
 
 
