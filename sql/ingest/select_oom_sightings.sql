@@ -1,4 +1,4 @@
--- Every OOM sighting with what load/reconcile.py links sightings of one real OOM by: where and when it was
+-- Every OOM sighting with what load/oom_links.py links sightings of one real OOM by: where and when it was
 -- seen, its sizes, the request's latency (a request-log row is stamped once per request, the failure falls
 -- anywhere inside it) and the source's path and label (an instance that only repeats the file's name places
 -- nothing) and, for a request-log row, the OOM message it logged (the numbers another file's copy of it

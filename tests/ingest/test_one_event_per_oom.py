@@ -14,7 +14,7 @@ import json
 import duckdb
 import pytest
 
-from oomlab.load import reconcile
+from oomlab.load import oom_links
 
 from conftest import H200
 
@@ -73,7 +73,7 @@ def test_two_messages_for_one_logged_oom_stay_apart_when_their_order_cannot_say_
     """fragmentation/oom_messages.txt holds two equal messages; with one timed sighting to match, neither is it."""
     logged = _sighting(1, "structured", ts=True)
     first, second = _sighting(2, "message", source=2, line=2), _sighting(3, "message", source=2, line=4)
-    events = reconcile.link([logged, first, second])
+    events = oom_links.link([logged, first, second])
     assert sorted(len(e.sightings) for e in events) == [1, 1, 1]
 
 
@@ -81,15 +81,15 @@ def test_a_snapshot_size_matches_the_message_through_the_allocators_rounding():
     """serve_mixed's first OOM: the snapshot records 416,587,776 B asked, the message 398.00 MiB allocated."""
     message = _sighting(1, "structured", ts=True, requested=417333248)
     snapshot = _sighting(2, "snapshot", source=2, ts=True, requested=416587776)
-    (event,) = reconcile.link([message, snapshot])
+    (event,) = oom_links.link([message, snapshot])
     assert [s.origin for s in event.sightings] == ["structured", "snapshot"]
-    assert reconcile.allocation_size(416587776) == 417333248
+    assert oom_links.allocation_size(416587776) == 417333248
 
 
 def test_placed_sightings_on_two_hosts_are_two_events():
     a = _sighting(1, "structured", ts=True, instance="host-a", placed=True)
     b = _sighting(2, "message", source=2, ts=True, instance="host-b", placed=True)
-    assert len(reconcile.link([a, b])) == 2
+    assert len(oom_links.link([a, b])) == 2
 
 
 def _sighting(
@@ -102,10 +102,10 @@ def _sighting(
     requested: int = 1 << 30,
     instance: str = "file",
     placed: bool = False,
-) -> reconcile.Sighting:
+) -> oom_links.Sighting:
     from datetime import datetime, timedelta
 
-    return reconcile.Sighting(
+    return oom_links.Sighting(
         event_id=event_id,
         source_id=source,
         path=f"/logs/{source}.log",
