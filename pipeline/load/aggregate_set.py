@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 
 from ..errors import OomlabError
+from ..parse.structured import quote_ident
 from .aggregate import MANIFEST, RAW_TABLES, set_folder
 from .connection import bare_session
 from .lake import LAKE_TABLES, path_literal
@@ -69,12 +70,8 @@ def _source(con: duckdb.DuckDBPyConnection, folder: Path, columns: dict[str, str
         return f"SELECT {nulls} WHERE false"
     files = f"read_parquet({path_literal(folder / '*.parquet')}, union_by_name = true)"
     present = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {files}").fetchall()}
-    typed = ", ".join(f'CAST({_quoted(c) if c in present else "NULL"} AS {t}) AS "{c}"' for c, t in columns.items())
+    typed = ", ".join(f'CAST({quote_ident(c) if c in present else "NULL"} AS {t}) AS "{c}"' for c, t in columns.items())
     return f"SELECT {typed} FROM {files}"
-
-
-def _quoted(column: str) -> str:
-    return f'"{column}"'
 
 
 def _load_table(con: duckdb.DuckDBPyConnection, table: str, folder: Path) -> None:
