@@ -25,11 +25,10 @@ import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import duckdb
 
-from ..config import ALLOCATOR_PRINTOUTS, instance_from_filename
+from ..config import IngestOptions
 from ..parse.oom.message import parse_oom_message
 from ..units import GIB, KIB, MIB
 from .sql import sql_text
@@ -290,23 +289,18 @@ def link(sightings: list[Sighting]) -> list[Event]:
     return link_untimed(link_timed(timed), untimed)
 
 
-def is_placed(instance: str | None, label: str | None, path: str) -> bool:
-    """Does the instance say where the sighting happened? Not when it only repeats the file's name (or, for a
-    file named after memory_summary/memory_stats, its folder's): config.IngestOptions.instance_for's default."""
-    if instance is None:
-        return False
-    if instance != label:
-        return True  # a host or pod the row itself names
-    stem = instance_from_filename(path)
-    named_for_file = {stem, Path(path).parent.name} if stem.startswith(ALLOCATOR_PRINTOUTS) else {stem}
-    return instance not in named_for_file
+def is_placed(instance: str | None, path: str) -> bool:
+    """Does the instance say where the sighting happened? Not when it is only the name ingest gives a file that
+    names none (its file's name, or a memory_summary/memory_stats printout's folder): a host or pod the row
+    names, or --instance, does."""
+    return instance is not None and instance != IngestOptions().instance_for(path)
 
 
 def read_sightings(con: duckdb.DuckDBPyConnection) -> list[Sighting]:
     rows = con.execute(sql_text("select_oom_sightings")).fetchall()
     out = []
     for row in rows:
-        event_id, source_id, path, label, line, origin, ts, instance, gpu, req, free, total, latency, logged, pid = row
+        event_id, source_id, path, line, origin, ts, instance, gpu, req, free, total, latency, logged, pid = row
         requested, free, total = _printed_numbers(logged) or (req, free, total)
         out.append(
             Sighting(
@@ -317,7 +311,7 @@ def read_sightings(con: duckdb.DuckDBPyConnection) -> list[Sighting]:
                 origin=origin,
                 ts=ts,
                 instance=instance,
-                placed=is_placed(instance, label, path),
+                placed=is_placed(instance, path),
                 gpu_index=gpu,
                 requested=requested,
                 free=free,

@@ -54,8 +54,8 @@ class Source:
 
 def read_sources(con: duckdb.DuckDBPyConnection) -> list[Source]:
     out = []
-    for source_id, path, label, instances in con.execute(sql_text("select_source_instances")).fetchall():
-        named = frozenset(i for i in instances or () if is_placed(i, label, path))
+    for source_id, path, instances in con.execute(sql_text("select_source_instances")).fetchall():
+        named = frozenset(i for i in instances or () if is_placed(i, path))
         out.append(Source(source_id, str(Path(path).parent), named))
     return out
 

@@ -1,6 +1,6 @@
 -- Every OOM sighting with what load/oom_links.py links sightings of one real OOM by: where and when it was
 -- seen, its sizes, the request's latency (a request-log row is stamped once per request, the failure falls
--- anywhere inside it) and the source's path and label (an instance that only repeats the file's name places
+-- anywhere inside it) and the source's path (an instance that only repeats the name ingest gives the file places
 -- nothing) and, for a request-log row, the OOM message it logged (the numbers another file's copy of it
 -- prints), and the pid of the listed process that is this one (stg_oom_sightings: seen through a PID
 -- namespace, the host's pid, as nvidia-smi on that host lists it).
@@ -8,7 +8,6 @@ SELECT
     o.event_id,
     o.source_id,
     s.path,
-    s.labels ->> 'instance' AS label_instance,
     coalesce(o.line, 0) AS line,
     o.origin,
     o.ts,

@@ -1,5 +1,5 @@
 -- Every source with the instances its rows name and its folder: what load/placement.py places files by.
-SELECT s.source_id, s.path, s.labels ->> 'instance' AS label_instance, list(DISTINCT i.instance) AS instances
+SELECT s.source_id, s.path, list(DISTINCT i.instance) AS instances
 FROM sources AS s
 LEFT JOIN (
     SELECT source_id, instance FROM requests
