@@ -9,14 +9,22 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ...fields import FIELDS, LIFETIME_COLUMNS
 from ..compression import read_head
 
 # The head read: a service names where it runs when it starts, in its first lines.
 HEAD_BYTES = 64 * 1024
-# `key=value` (logfmt) and `"key": "value"` (JSON) with the keys that name a node or host, as request logs name them
-# (fields.FIELDS' instance aliases, the pod's own names left out: a pod is not a device; and bare `host`, which
-# application logs use as often for a server they connect to).
-_HOST_KEYS = r"(?:node|node_name|nodename|kubernetes\.node_name|kubernetes\.host|k8s_node|hostname)"
+# `key=value` (logfmt) and `"key": "value"` (JSON) with the keys request logs name a node or host by (the instance
+# field's aliases), less a pod's (a pod is not a device) and bare `host` and `server`, which application logs use
+# as often for a server they connect to.
+_NOT_THIS_HOST = LIFETIME_COLUMNS | {"host", "server"}
+_HOST_KEYS = (
+    "(?:"
+    + "|".join(
+        re.escape(alias) for f in FIELDS if f.name == "instance" for alias in f.aliases if alias not in _NOT_THIS_HOST
+    )
+    + ")"
+)
 _LABEL = re.compile(
     rf"""(?:(?<![\w.]){_HOST_KEYS}=(?P<bare>[A-Za-z0-9][A-Za-z0-9._-]*)"""
     rf"""|"{_HOST_KEYS}"\s*:\s*"(?P<quoted>[A-Za-z0-9][A-Za-z0-9._-]*)")"""
