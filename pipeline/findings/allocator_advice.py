@@ -135,6 +135,18 @@ def cache_step(settings: AllocatorSettings) -> str:
     return f"call {EMPTY_CACHE}"
 
 
+def cache_advice(settings: AllocatorSettings, option_first: bool) -> dict[str, object]:
+    """What a finding about a cache filling the card carries: the settings seen (`allocator_settings`), the
+    headline step (`allocator_step`) and the remedy in words, the option to set before or after empty_cache()
+    as the finding's sentence reads, or empty_cache() alone with why when every option is on."""
+    option = cache_option(settings)
+    if option is None:
+        remedy = f"{EMPTY_CACHE} {cache_spent(settings)}"
+    else:
+        remedy = f"{option} or {EMPTY_CACHE}" if option_first else f"{EMPTY_CACHE} or set {option}"
+    return {"allocator_settings": settings.as_metrics(), "allocator_step": cache_step(settings), "remedy": remedy}
+
+
 def _seen(settings: AllocatorSettings, setting: str) -> str:
     """`seen in a snapshot`, `seen in a text log`: where the option was found."""
     origin = settings.seen_in.get(setting)

@@ -9,7 +9,7 @@ import polars as pl
 
 from ..analyses.fleet.allocator_settings import allocator_settings, settings_for
 from ..analyses.fleet.forecast import HORIZON_DAYS, LEVELS, forecast
-from .allocator_advice import EMPTY_CACHE, cache_option, cache_spent, cache_step
+from .allocator_advice import cache_advice
 from .finding import Finding, Window
 
 
@@ -41,15 +41,7 @@ def _with_settings(row: dict, sightings: pl.DataFrame) -> dict:
     leave (`allocator_settings`, `allocator_step`); other rows as they are."""
     if row["growth"] != "allocator_cache":
         return row
-    settings = settings_for(sightings, [row["instance"]], row["as_of"])
-    option = cache_option(settings)
-    remedy = f"{EMPTY_CACHE} or set {option}" if option else f"{EMPTY_CACHE} {cache_spent(settings)}"
-    return {
-        **row,
-        "allocator_settings": settings.as_metrics(),
-        "allocator_step": cache_step(settings),
-        "remedy": remedy,
-    }
+    return {**row, **cache_advice(settings_for(sightings, [row["instance"]], row["as_of"]), option_first=False)}
 
 
 def _finding(row: dict) -> Finding:

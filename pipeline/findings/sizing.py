@@ -7,10 +7,10 @@ from datetime import date, datetime, timedelta
 import duckdb
 import polars as pl
 
-from ..analyses.fleet.allocator_settings import AllocatorSettings, allocator_settings, settings_for
+from ..analyses.fleet.allocator_settings import allocator_settings, settings_for
 from ..analyses.fleet.sizing import SAFETY, sizing
 from ..units import GIB, format_bytes
-from .allocator_advice import EMPTY_CACHE, cache_option, cache_spent, cache_step
+from .allocator_advice import cache_advice
 from .finding import Finding, Window
 
 
@@ -41,15 +41,7 @@ def _with_settings(row: dict, sightings: pl.DataFrame) -> dict:
     if row["action"] != "fix_allocator":
         return row
     end = datetime.combine(row["lookback_end"] + timedelta(days=1), datetime.min.time())
-    settings: AllocatorSettings = settings_for(sightings, [row["instance"]], end)
-    option = cache_option(settings)
-    remedy = f"{option} or {EMPTY_CACHE}" if option else f"{EMPTY_CACHE} {cache_spent(settings)}"
-    return {
-        **row,
-        "allocator_settings": settings.as_metrics(),
-        "allocator_step": cache_step(settings),
-        "remedy": remedy,
-    }
+    return {**row, **cache_advice(settings_for(sightings, [row["instance"]], end), option_first=True)}
 
 
 def _finding(row: dict) -> Finding | None:
