@@ -33,6 +33,8 @@ class TextOom:
     line: int
     ts: datetime | None
     oom: OomMessage
+    # the failing request as the line before the traceback states it (parse.text.request_line): field -> value
+    request: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

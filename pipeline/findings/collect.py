@@ -18,6 +18,8 @@ from .grouping import group_by_scope
 FINDERS: tuple[str, ...] = (
     "causes",
     "leak",
+    "swap_leak",
+    "cache_growth",
     "scheduled_job",
     "periodic_window",
     "prompt_threshold",
@@ -37,7 +39,30 @@ def collect_findings(
         for name in FINDERS:
             module = import_module(f".{name}", __package__)
             found.extend(module.findings(con, since, until))
-    return merge_related(rank(group_by_scope(found)))
+    return merge_related(rank(group_by_scope(fold_cache_forecasts(found))))
+
+
+def fold_cache_forecasts(found: list[Finding]) -> list[Finding]:
+    """Each forecast of allocator cache growth folded into the cache_growth finding of its device (before the
+    findings are grouped across hosts, while both still name one device): the level the forecast projects climbs
+    because the cache does, and the cache_growth finding says what that means."""
+    growth = {_device(f): f for f in found if f.kind == "cache_growth"}
+    kept: list[Finding] = []
+    for finding in found:
+        if _is_cache_forecast(finding) and _device(finding) in growth:
+            key = _device(finding)
+            growth[key] = _fold(growth[key], finding)
+        elif finding.kind != "cache_growth":
+            kept.append(finding)
+    return kept + list(growth.values())
+
+
+def _device(finding: Finding) -> tuple[object, object]:
+    return finding.metrics.get("instance"), finding.metrics.get("gpu_index", 0)
+
+
+def _is_cache_forecast(finding: Finding) -> bool:
+    return finding.kind == "forecast" and finding.metrics.get("growth") == "allocator_cache"
 
 
 def _topic(finding: Finding) -> str:
@@ -60,9 +85,12 @@ def _topic(finding: Finding) -> str:
     return finding.subject.lower()
 
 
-# Kinds that state a consequence (this card is too small, the allocator holds the card) rather than a cause:
-# when one shares its topic with another kind's finding, the other keeps the story, whatever their rank.
-_CONSEQUENCES = frozenset({"sizing"})
+# Which finding keeps the story when two share a topic, whatever their rank (higher keeps it; ties go to rank):
+# a sizing finding states a consequence (this card is too small, the allocator holds the card) rather than a cause;
+# a capacity cause says the card is outgrown, and the prompt threshold on the same card says by which requests and
+# where to cap them, the one thing to act on.
+_STORY = {"sizing": 0, "capacity": 1}
+_STORY_DEFAULT = 2
 
 
 def merge_related(ranked: list[Finding]) -> list[Finding]:
@@ -76,7 +104,7 @@ def merge_related(ranked: list[Finding]) -> list[Finding]:
             merged[topic] = finding
             continue
         keeper = merged[topic]
-        if keeper.kind in _CONSEQUENCES and finding.kind not in _CONSEQUENCES:
+        if _STORY.get(finding.kind, _STORY_DEFAULT) > _STORY.get(keeper.kind, _STORY_DEFAULT):
             keeper, finding = finding, keeper
         merged[topic] = _fold(keeper, finding)
     return rank(list(merged.values()))

@@ -17,6 +17,7 @@ KINDS: tuple[str, ...] = (
     "capacity",
     "forecast",
     "sizing",
+    "cache_growth",
 )
 
 

@@ -20,6 +20,7 @@ GROUP_BY: dict[str, tuple[str, ...]] = {
     "sizing": ("action", "card", "allocator_step"),
     "fragmentation": ("card", "allocator_step"),
     "forecast": ("growth", "card", "allocator_step"),
+    "cache_growth": ("card", "allocator_step"),
 }
 # How many host names a group's subject spells out; `metrics.hosts` has them all.
 SUBJECT_HOSTS = 4

@@ -67,14 +67,26 @@ def ingest_text_log(
 
 
 def _event_columns(found: list[TextOom], source_id: int, instance: str, model_version: str | None) -> load.Columns:
-    """The oom_events rows of the messages found, column by column."""
+    """The oom_events rows of the messages found, column by column; the failing request's model and size from
+    the line the log wrote about it (`TextOom.request`), --model-version first."""
     count = len(found)
+    requests = [dict(item.request) for item in found]
     return {
         **load.message_columns([item.oom for item in found]),
         "source_id": [source_id] * count,
         "line": [item.line for item in found],
         "ts": [item.ts for item in found],
         "instance": [instance] * count,
-        "model_version": [model_version] * count,
+        "model_version": [model_version or r.get("model_version") for r in requests],
+        "request_id": [r.get("request_id") for r in requests],
+        **{name: [_count(r.get(name)) for r in requests] for name in _REQUEST_SIZES},
         "origin": ["message"] * count,
     }
+
+
+_REQUEST_SIZES = ("batch_size", "input_sequence_length", "output_sequence_length")
+
+
+def _count(value: str | None) -> int | None:
+    """A request size as written (request_line keeps only whole numbers of at most 9 digits)."""
+    return None if value is None else int(value)

@@ -98,30 +98,66 @@ def typed_stage(con: duckdb.DuckDBPyConnection, relation: str, params: dict[str,
     No WITH ORDINALITY on the readers: it makes DuckDB read on one thread (about 1.5x slower); the loader numbers
     the rows from their order instead (see ingest/requests._load_fast).
     """
-    probe = con.execute(f"SELECT * FROM {relation} LIMIT 0", params)
-    columns = {d[0]: str(d[1]) for d in probe.description}
-    probe.fetchall()
+    top = _described(con, f"SELECT * FROM {relation} LIMIT 0", params)
+    plain = {name: (quote_ident(name), kind) for name, kind in top.items()}
+    # a column named `a.b` in the log itself wins over the field b of an object a
+    leaves = {**_leaves(con, relation, params, plain), **{n: v for n, v in plain.items() if "." in n}}
+    columns = {name: kind for name, (_, kind) in leaves.items()}
 
     def extra(consumed: set[str]) -> str:
         rest = [c for c in columns if c not in consumed]
         if not rest:
             return "NULL"
-        pairs = ", ".join(f"'{c.replace(chr(39), chr(39) * 2)}', {quote_ident(c)}" for c in rest)
+        pairs = ", ".join(f"'{c.replace(chr(39), chr(39) * 2)}', {leaves[c][0]}" for c in rest)
         # NULL when the row has none of them, as the line-by-line reader gives (and no object of nulls is built
         # for every row of a log whose extra field is rare: about 0.25 s per 2M rows)
-        absent = " AND ".join(f"{quote_ident(c)} IS NULL" for c in rest)
+        absent = " AND ".join(f"{leaves[c][0]} IS NULL" for c in rest)
         return f"CASE WHEN {absent} THEN NULL ELSE json_object({pairs}) END"
 
-    raw = "to_json(struct_pack(" + ", ".join(f"{quote_ident(c)} := {quote_ident(c)}" for c in columns) + "))"
+    raw = "to_json(struct_pack(" + ", ".join(f"{quote_ident(c)} := {quote_ident(c)}" for c in top) + "))"
     return Stage(
         relation=relation,
         columns=columns,
         params=params,
         line="NULL::BIGINT",
         raw=raw,
+        column_sql=lambda name: leaves[name][0],
         extra_sql=extra,
         first_line=first_line,
     )
+
+
+# How deep nested objects are opened into dotted columns (`kubernetes.labels.app` is three): log shippers nest
+# two or three levels (Fluent Bit's `kubernetes.pod_name`, Elastic's `host.name`, `kubernetes.labels.app`).
+NESTED_DEPTH = 3
+
+
+def _described(con: duckdb.DuckDBPyConnection, query: str, params: dict[str, object]) -> dict[str, str]:
+    """The column names and DuckDB types a query returns, without reading a row."""
+    probe = con.execute(query, params)
+    columns = {d[0]: str(d[1]) for d in probe.description}
+    probe.fetchall()
+    return columns
+
+
+def _leaves(
+    con: duckdb.DuckDBPyConnection, relation: str, params: dict[str, object], columns: dict[str, tuple[str, str]]
+) -> dict[str, tuple[str, str]]:
+    """Each column by name with its SQL and type, an object (a STRUCT) opened into its fields named `parent.child`,
+    NESTED_DEPTH levels deep, so that a field nested in a shipper's envelope (`{"kubernetes": {"node_name": ...}}`)
+    is found by the same name as its flattened form (`kubernetes.node_name`)."""
+    out: dict[str, tuple[str, str]] = {}
+    for name, (sql, kind) in columns.items():
+        if not kind.startswith("STRUCT(") or name.count(".") + 1 >= NESTED_DEPTH:
+            out[name] = (sql, kind)
+            continue
+        fields = _described(con, f"SELECT unnest({sql}) FROM {relation} LIMIT 0", params)
+        nested = {
+            f"{name}.{field}": (f"struct_extract({sql}, {_sql_string(field)})", field_kind)
+            for field, field_kind in fields.items()
+        }
+        out.update(_leaves(con, relation, params, nested))
+    return out
 
 
 def fast_jsonl_reader(path: Path, compression: str, max_line: int) -> TypedReader:
@@ -221,14 +257,22 @@ def robust_jsonl_stage(
         f"(SELECT ordinality AS line, raw FROM read_csv($path, {_LINES_CSV}, max_line_size={max_line + 2}) "
         "WITH ORDINALITY WHERE trim(raw, ' ' || chr(9) || chr(13)) <> '')"
     )  # blank: spaces, tabs; other space is content. +2: the line's own CR LF
-    keys = [r[0] for r in con.execute(f"SELECT DISTINCT unnest(try(json_keys(raw))) FROM {lines}", params).fetchall()]
-    params["paths"] = ["$." + json.dumps(k) for k in keys]
+    leaves, opened = _json_leaves(con, lines, params)
+    keys = [".".join(path) for path in leaves]
+    params["paths"] = [_json_path(path) for path in leaves]
     relation = f"(SELECT line, raw, try(json_extract_string(raw, $paths)) AS j, try(json_keys(raw)) AS k FROM {lines})"
     index = {k: i + 1 for i, k in enumerate(keys)}
 
     def extra(consumed: set[str]) -> str:
-        params["patch"] = json.dumps({k: None for k in consumed})
-        return "nullif(CAST(try(json_merge_patch(raw, $patch)) AS VARCHAR), '{}')"
+        # as the typed reader gives it: an opened object's fields by their dotted names, the consumed ones left out
+        top = [path[0] for path in leaves if len(path) == 1 and ".".join(path) in consumed]
+        params["patch"] = json.dumps(dict.fromkeys([*top, *(k for k in opened if "." not in k)]))
+        nested = [(".".join(path), _json_path(path)) for path in leaves if len(path) > 1]
+        nested = [(k, p) for k, p in nested if k not in consumed]
+        if not nested:
+            return "nullif(CAST(try(json_merge_patch(raw, $patch)) AS VARCHAR), '{}')"
+        fields = ", ".join(f"{_sql_string(k)}, json_extract(raw, {_sql_string(p)})" for k, p in nested)
+        return f"nullif(CAST(try(json_merge_patch(raw, $patch, json_object({fields}))) AS VARCHAR), '{{}}')"
 
     # A key given twice: JSON leaves the meaning open (DuckDB's reader refuses the file, json_extract takes the
     # first, Python's json the last), so the row is a reject naming the key rather than a silent pick.
@@ -248,6 +292,49 @@ def robust_jsonl_stage(
         extra_sql=extra,
         rejects=rejects,
     )
+
+
+def _json_leaves(
+    con: duckdb.DuckDBPyConnection, lines: str, params: dict[str, object]
+) -> tuple[list[tuple[str, ...]], set[str]]:
+    """The key paths of the lines' objects, an object value opened into its fields NESTED_DEPTH levels deep (as
+    the typed reader opens a STRUCT), and the dotted names of the keys opened. A key that holds an object in
+    some lines and a value in others is kept as a leaf too."""
+    leaves: list[tuple[str, ...]] = []
+    opened: set[str] = set()
+    level: list[tuple[str, ...]] = [()]
+    while level:
+        below: list[tuple[str, ...]] = []
+        for parent in level:
+            for key, is_object, is_value in _json_children(con, lines, params, parent):
+                path = (*parent, key)
+                if is_object and len(path) < NESTED_DEPTH:
+                    opened.add(".".join(path))
+                    below.append(path)
+                if is_value or not is_object or len(path) >= NESTED_DEPTH:
+                    leaves.append(path)
+        level = below
+    return leaves, opened
+
+
+def _json_children(
+    con: duckdb.DuckDBPyConnection, lines: str, params: dict[str, object], parent: tuple[str, ...]
+) -> list[tuple[str, bool, bool]]:
+    """The keys of the objects at `parent` in any line: whether each holds an object in some line, and whether a
+    value (anything else) in some."""
+    at = _json_path(parent) if parent else "$"
+    query = (
+        f"SELECT key, bool_or(json_type(raw, {_sql_string(at)} || '.' || to_json(key)) = 'OBJECT'), "
+        f"bool_or(json_type(raw, {_sql_string(at)} || '.' || to_json(key)) <> 'OBJECT') "
+        f"FROM (SELECT line, raw, unnest(try(json_keys(raw, {_sql_string(at)}))) AS key FROM {lines}) "
+        "GROUP BY key ORDER BY min(line)"
+    )
+    return [(str(k), bool(o), bool(v)) for k, o, v in con.execute(query, params).fetchall()]
+
+
+def _json_path(path: tuple[str, ...]) -> str:
+    """`$."kubernetes"."pod_name"`: a JSON path whose keys are quoted, whatever they hold."""
+    return "$." + ".".join(json.dumps(k) for k in path)
 
 
 def _needs_sanitising(path: Path, max_line: int) -> bool:

@@ -50,6 +50,8 @@ def action(finding: Finding, site: dict[str, Any] | None = None) -> str:
             return f"Give the service a GPU of its own on {', '.join(m.get('hosts') or [subject])}"
         case "forecast":
             return f"Act on {_where(finding, subject)} before it reaches 95 % of its card"
+        case "cache_growth":
+            return f"Alert on allocated memory, not reserved, on {_where(finding, subject)}: cache growth, not a leak"
         case "periodic_window":
             return f"Find what runs during {finding.window.recurring if finding.window else subject}"
         case _:

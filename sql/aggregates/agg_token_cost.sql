@@ -14,6 +14,11 @@ SELECT
     regr_slope(need_bytes, tokens) AS bytes_per_token,
     regr_intercept(need_bytes, tokens) AS fixed_bytes,
     regr_r2(need_bytes, tokens) AS r2,
+    -- the residual standard error: how far a request's real need lies from the line, typically (allocator rounding
+    -- and shapes the token count does not capture); NULL with fewer than 3 requests
+    CASE WHEN regr_count(need_bytes, tokens) > 2
+         THEN sqrt(greatest(0, regr_syy(need_bytes, tokens) * (1 - coalesce(regr_r2(need_bytes, tokens), 0)))
+                   / (regr_count(need_bytes, tokens) - 2)) END AS residual_bytes,
     CAST(regr_count(need_bytes, tokens) AS BIGINT) AS requests,
     max(tokens) AS max_ok_tokens
 FROM served

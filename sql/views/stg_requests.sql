@@ -8,14 +8,21 @@
 -- `allocated_before` is the logged one, else what the request left (allocated_after): a request frees what it
 -- allocated, so it ends where it started, give or take what a leak keeps of it (a leak's bytes per request are
 -- far under the request's own need). A log that states only the level after each request still sizes its
--- requests (peak - before) and its OOMs' baselines.
+-- requests (peak - before) and its OOMs' baselines. A successful line that states the allocator's level with no
+-- before or after (`allocated`, `memory_reserved`: memory_allocated() when the line was written, after its work)
+-- states the level after (oomlab_level_logged); on an OOM line that level is the one the OOM met, not after.
 -- The columns are named, not `* REPLACE`, so that the aggregate tier runs this view on Spark too (load/portable.py;
 -- Spark has no REPLACE) and a lake's partition column `date` stays out.
 CREATE OR REPLACE VIEW stg_requests AS
 SELECT ts, instance, coalesce(gpu_index, 0) AS gpu_index, model_version, request_id, status, error, latency_ms,
        batch_size, input_sequence_length, output_sequence_length, requested_size, available_memory,
-       allocator_allocated, reserved_memory, coalesce(allocated_before, allocated_after) AS allocated_before,
-       allocated_after, reserved_before, reserved_after, peak_allocated, device_total, source_id, line, extra,
+       allocator_allocated, reserved_memory,
+       coalesce(allocated_before, allocated_after, oomlab_level_logged(status, error, allocator_allocated))
+           AS allocated_before,
+       coalesce(allocated_after, oomlab_level_logged(status, error, allocator_allocated)) AS allocated_after,
+       reserved_before,
+       coalesce(reserved_after, oomlab_level_logged(status, error, reserved_memory)) AS reserved_after,
+       peak_allocated, device_total, source_id, line, extra,
        coalesce(oomlab_is_oom(status, error), false) AS is_oom,
        -- whether its sizes could be a device's (oomlab_request_possible; false only for rows an earlier version
        -- loaded): computed only where a view reads it

@@ -46,7 +46,7 @@ def truth() -> pl.DataFrame:
 
 @pytest.fixture(scope="module")
 def joined(classified, truth) -> pl.DataFrame:
-    # the fleet's events: its request logs' model versions, and the text log of a10-06 (no version)
+    # the fleet's events: its request logs' and a10-06's text log (whose failing request lines name the version)
     fleet = classified.filter(pl.col("model_version").str.starts_with("assist-") | (pl.col("instance") == "a10-06"))
     causes = truth.select("instance", "ts", pl.col("cause").alias("truth"))
     out = fleet.join(causes, on=["instance", "ts"], how="left")
@@ -77,6 +77,16 @@ def test_precision_and_recall_per_planted_cause(joined):
     # structured OOMs carry the request; every one of them is right
     structured = joined.filter(pl.col("origin") == "structured")
     assert (structured["cause"] == structured["truth"]).all()
+
+
+def test_a_text_only_host_is_judged_by_the_requests_its_log_names(joined):
+    """a10-06 writes only a text log, no memory levels: each failure's request line (`failed ... model=...
+    batch=16 prompt_tokens=2832 ...`) sizes it, and the version's fit on the other A10s says what it needs. All
+    124 of its OOMs get the planted cause: 65 the backup's, 59 too large for the card."""
+    a10_06 = joined.filter(pl.col("instance") == "a10-06")
+    assert a10_06.height == 124 and a10_06["model_version"].null_count() == 0
+    assert (a10_06["cause"] == a10_06["truth"]).all()
+    assert a10_06.group_by("cause").len().sort("cause").rows() == [("capacity", 59), ("external_pressure", 65)]
 
 
 def test_the_backups_ooms_are_external_pressure_from_its_process(joined):

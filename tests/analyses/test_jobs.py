@@ -206,9 +206,8 @@ def test_backup_window_counts_equal_truths(fleet_con) -> None:
         counted = (row["ooms_in"] + row["intrinsic_in"], row["ooms_out"] + row["intrinsic_out"])
         assert counted == (inside["ooms"], outside["ooms"])
         # what is left inside, once OOMs too large for the card on any baseline are set aside, is exactly
-        # what the backup caused; a text-log host's OOMs have no request to size, so all stay
-        sized = row["traffic_source"] == "requests"
-        assert row["ooms_in"] == (BACKUP["ooms_by_host"].get(host, 0) if sized else inside["ooms"])
+        # what the backup caused; a text-log host's OOMs are sized by the request line each failure logged
+        assert row["ooms_in"] == BACKUP["ooms_by_host"].get(host, 0)
         if rows[host]["traffic_source"] == "requests":
             assert (rows[host]["requests_in"], rows[host]["requests_out"]) == (inside["requests"], outside["requests"])
         assert rows[host]["affected"] == (host in BACKUP["affected_hosts"])

@@ -20,8 +20,16 @@ from oomlab.analyses.fleet import classify
 from conftest import CASES, H200
 
 CASE_FILES = sorted(p for p in (CASES / "oom").glob("*.json") if "identity" in json.loads(p.read_text()))
-# The two cases issue 35 names, from the original corpus: they state no identity key of their own.
-NAMESPACE_CASES = ("016_pytorch_capacty-other-process", "017_pytorch_capacty-vllm-kib-reserved")
+# The two cases issue 35 names, from the original corpus (they state no identity key of their own), and three
+# more of the kind it describes: a notebook (Kaggle's T4) and two serving engines in Kubernetes pods, each listing
+# itself by its host pid with no "this process" clause.
+NAMESPACE_CASES = (
+    "016_pytorch_capacty-other-process",
+    "017_pytorch_capacty-vllm-kib-reserved",
+    "131_pytorch_capacty-kaggle-notebook-this-process",
+    "132_vllm_capacity-tke-pod-this-process",
+    "133_sglang_capacity-tke-pod-this-process",
+)
 
 
 def _ingest_message(tmp_path, run_cli, name: str, message: str):

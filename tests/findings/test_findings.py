@@ -101,9 +101,10 @@ def test_merge_keeps_the_stronger_finding_and_the_others_evidence():
             ]
         )
     )
-    assert [(f.kind, f.impact) for f in merged] == [("external_pressure", 50), ("capacity", 30), ("leak", 10)]
+    # the prompt threshold keeps the card's story though it ranks lower: it says where to cap
+    assert [(f.kind, f.impact) for f in merged] == [("external_pressure", 50), ("prompt_threshold", 30), ("leak", 10)]
     assert merged[0].evidence == "external_pressure evidence Also (scheduled_job): scheduled_job evidence"
-    assert merged[1].metrics["related"][0]["kind"] == "prompt_threshold"
+    assert merged[1].metrics["related"][0]["kind"] == "capacity"
 
 
 def test_oom_messages_without_request_sizes_make_no_capacity_finding(tmp_path) -> None:

@@ -163,3 +163,26 @@ def test_a_folder_of_two_hosts_places_no_unnamed_file(tmp_path, run_cli):
         assert [r[0] for r in con.execute(DEVICES_SEEN).fetchall()] == ["gpu-a-0", "gpu-b-1", "logs"]
     finally:
         con.close()
+
+
+@pytest.mark.parametrize(
+    "folder, kind, subject",
+    [("cache_bloat", "cache_growth", "gpu-c-2"), ("model_swap", "leak", "model swaps on swaps")],
+)
+def test_a_capture_folder_without_ooms_gets_its_cause_named(tmp_path, run_cli, folder, kind, subject):
+    """The README's truth for the two folders with no OOM: cache_bloat's reserved memory grows from 2.21 to
+    4.80 GiB over a flat 2.00 GiB allocated (cache growth, not a leak); model_swap's unclean swaps climb from 0.35
+    to 1.13 GiB and the clean ones do not (a leak across swaps, given back by the clean unload)."""
+    db = tmp_path / "whole.duckdb"
+    _ingest(run_cli, db, [H200 / folder])
+    assert _events(db) == []
+    findings = run_cli("findings", "--db", str(db), "--json", str(tmp_path / "f.json"))
+    assert findings.exit_code == 0, findings.output
+    (top,) = json.loads((tmp_path / "f.json").read_text())["findings"]
+    assert (top["kind"], top["subject"], top["impact"]) == (kind, subject, 0.0)
+    m = top["metrics"]
+    if folder == "cache_bloat":
+        assert (m["allocated_start_bytes"], m["allocated_end_bytes"]) == (2 << 30, 2 << 30)
+        assert (round(m["reserved_low_bytes"] / 2**30, 2), round(m["reserved_end_bytes"] / 2**30, 2)) == (2.21, 4.80)
+    else:
+        assert (m["first_level_bytes"], m["last_level_bytes"], m["clean_returns_after"]) == (379636736, 1211756544, 2)

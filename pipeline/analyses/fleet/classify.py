@@ -79,7 +79,8 @@ def classify_ooms(
     if events.is_empty():
         return pl.DataFrame(schema=RESULT_SCHEMA)
     lives = leaks.lifetimes(con, None, until) if lives is None else lives
-    events = _with_needs(_with_lifetimes(_with_limits(con, _with_telemetry(con, events)), lives))
+    events = _with_limits(con, _with_telemetry(con, events))
+    events = _with_needs(_with_version_lives(_with_lifetimes(events, lives), lives))
     snapshots = _snapshot_verdicts(con, events)
     verdicts = [_verdict(row, snapshots) for row in events.iter_rows(named=True)]
     return _result(events, verdicts)
@@ -88,7 +89,7 @@ def classify_ooms(
 def _with_limits(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.DataFrame:
     """Attach the card's demonstrated limit and the model's bytes per token."""
     limits = instance_limits(con).select("instance", "gpu_index", "card", "card_limit_bytes")
-    cost = token_cost(con).select("model_version", "bytes_per_token", "fixed_bytes")
+    cost = token_cost(con).select("model_version", "bytes_per_token", "fixed_bytes", "residual_bytes")
     return events.join(limits, on=["instance", "gpu_index"], how="left").join(cost, on="model_version", how="left")
 
 
@@ -163,6 +164,39 @@ def _with_lifetimes(events: pl.DataFrame, lives: pl.DataFrame) -> pl.DataFrame:
     return joined.with_columns(pl.when(late).then(None).otherwise(pl.col(c)).alias(c) for c in cols)
 
 
+def _with_version_lives(events: pl.DataFrame, lives: pl.DataFrame) -> pl.DataFrame:
+    """For an OOM on a device whose logs state no memory levels (a text log only: no lifetime of its own), what
+    its model version shows on cards of the same size elsewhere: the baseline a fresh process of it starts
+    from (the median over its lifetimes), and whether the version leaks and how fast (`leaks.leaking_versions`).
+    The same weights on the same card start from the same bytes; `baseline_inferred` marks these rows."""
+    starts = (
+        lives.filter(pl.col("card").is_not_null())
+        .group_by("model_version", "card")
+        .agg(pl.col("baseline_start_bytes").median().cast(pl.Int64).alias("version_start_bytes"))
+    )
+    versions = leaks.leaking_versions(lives).select(
+        "model_version",
+        pl.col("leaks").alias("version_leaks"),
+        pl.col("median_slope_bytes_per_hour").alias("version_slope"),
+    )
+    joined = events.join(starts, on=["model_version", "card"], how="left").join(
+        versions, on="model_version", how="left"
+    )
+    inferred = pl.col("lifetime").is_null() & pl.col("version_start_bytes").is_not_null()
+    return joined.with_columns(
+        inferred.alias("baseline_inferred"),
+        pl.when(inferred)
+        .then(pl.col("version_start_bytes"))
+        .otherwise(pl.col("baseline_start_bytes"))
+        .alias("baseline_start_bytes"),
+        pl.when(inferred).then(pl.col("version_leaks").fill_null(False)).otherwise(pl.col("is_leak")).alias("is_leak"),
+        pl.when(inferred)
+        .then(pl.col("version_slope"))
+        .otherwise(pl.col("slope_bytes_per_hour"))
+        .alias("slope_bytes_per_hour"),
+    ).drop("version_start_bytes", "version_leaks", "version_slope")
+
+
 def _with_needs(events: pl.DataFrame) -> pl.DataFrame:
     """Baseline at the failure and the request's estimated peak need on it and on the healthy baseline."""
     hours = (pl.col("ts") - pl.col("lifetime_start")).dt.total_seconds() / 3600
@@ -170,8 +204,15 @@ def _with_needs(events: pl.DataFrame) -> pl.DataFrame:
     fitted = pl.col("baseline_start_bytes") + pl.when(pl.col("is_leak")).then(
         pl.col("slope_bytes_per_hour") * hours
     ).otherwise(0)
-    baseline = pl.coalesce(pl.col("allocated_before"), fitted.cast(pl.Int64))
     per_request = pl.col("fixed_bytes") + pl.col("bytes_per_token") * pl.col("tokens")
+    # with no lifetime of its own, what the message says: PyTorch held `allocated` when the request asked for
+    # `requested` more, and everything the request itself held then is part of its peak need, so the baseline
+    # under it was at least allocated + requested - need (and never below a fresh process's)
+    floor = pl.col("allocated_bytes") + pl.col("requested_bytes") - per_request
+    inferred = pl.max_horizontal(pl.col("baseline_start_bytes"), floor)
+    baseline = pl.coalesce(
+        pl.col("allocated_before"), pl.when(pl.col("baseline_inferred")).then(inferred).otherwise(fitted).cast(pl.Int64)
+    )
     return (
         events.with_columns(baseline.alias("baseline_bytes"))
         .with_columns(
@@ -264,6 +305,8 @@ def _facts(row: dict, snapshot: tuple[str, str] | None) -> OomFacts:
         self_basis=row["self_basis"],
         other_unnamed=row["neighbours_seen_by"] == UNNAMED,
         in_use_on_card=row["in_use_on_card_bytes"],
+        baseline_inferred=bool(row["baseline_inferred"]),
+        need_error=row["residual_bytes"],
     )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from ...load.settings import CONTEXT_ALLOWANCE_BYTES
 from ...units import MIB, format_bytes_short
 from ..snapshot.ooms import FRAGMENTED_SLACK_SHARE
 
@@ -25,9 +26,12 @@ CAUSES: tuple[str, ...] = (
     "preallocated_pool",
     "unknown",
 )
-# A request whose need reaches this share of the largest peak that ever succeeded on the card is at the
-# card's edge: the sample fleet separates at 0.9961 (largest non-capacity) and 0.9998 (smallest capacity).
-EDGE_SHARE = 0.998
+# A request is at the card's edge when its estimated need reaches the largest peak that ever succeeded on the
+# card, less what the estimate cannot tell apart from it: the need is the token-cost line's (fixed + bytes per
+# token x tokens), whose real values scatter around it by the fit's residual standard error
+# (fct_oom_token_cost.residual_bytes); within two of them (about 98 % of requests, one-sided) a need cannot be
+# told from the largest one served. Without a fit the comparison is exact.
+EDGE_ERRORS = 2
 # A raised baseline counts when it is above the lifetime's start by this much (and this share of the limit).
 MIN_EXCESS_BYTES = 64 * MIB
 MIN_EXCESS_SHARE = 0.05
@@ -69,6 +73,16 @@ class OomFacts:
     self_basis: str | None = None  # why a listed process is this one (stg_oom_sightings), None when none is
     other_unnamed: bool = False  # `other` is the card's memory in use that no named process accounts for
     in_use_on_card: int | None = None  # total - free, as the message states them
+    # no lifetime of its own: the baseline is a bound from the message, the start its version's (classify.py)
+    baseline_inferred: bool = False
+    need_error: float | None = None  # the residual standard error of the token-cost line `need` comes from
+
+    @property
+    def allocated(self) -> int | None:
+        """What PyTorch had allocated when the request failed: reserved less its unallocated part."""
+        if self.reserved is None or self.unallocated is None:
+            return None
+        return self.reserved - self.unallocated
 
     @property
     def excess(self) -> int:
@@ -85,9 +99,19 @@ class OomFacts:
             return self.excess >= MIN_EXCESS_BYTES
         return self.excess >= max(MIN_EXCESS_BYTES, MIN_EXCESS_SHARE * (self.limit or 0))
 
+    def beyond_card(self, need: int | None) -> bool:
+        """Does `need` exceed what the card gives one process with nobody beside it: its total less a CUDA
+        context? (The largest peak served, `limit`, is no bound here: beside a neighbour no large request
+        could ever succeed, so that peak says what the neighbour left, not what the card holds.)"""
+        if need is None or self.device_total is None:
+            return False
+        return need > self.device_total - CONTEXT_ALLOWANCE_BYTES
+
     def at_edge(self, need: int | None) -> bool:
         """Does `need` reach the largest peak the card has served?"""
-        return need is not None and self.limit is not None and need >= EDGE_SHARE * self.limit
+        if need is None or self.limit is None:
+            return False
+        return need >= self.limit - EDGE_ERRORS * (self.need_error or 0)
 
 
 @dataclass(frozen=True)
@@ -154,6 +178,10 @@ def dominant_neighbour(f: OomFacts) -> Verdict | None:
     PyTorch reserved (the context is already counted on its side of that accounting)."""
     own = f.in_use if f.in_use is not None or not f.other_unnamed else f.reserved
     if not f.other or own is None or f.other < own:
+        return None
+    if f.beyond_card(f.healthy_need):
+        # the request needs more than the whole card holds even on a healthy baseline: without the neighbour it
+        # fails all the same, so the card's size is the cause and the neighbour a factor (`counterfactual`)
         return None
     also = ("capacity",) if f.at_edge(f.healthy_need) else ()
     tail = (
@@ -228,9 +256,16 @@ def _external(f: OomFacts) -> Verdict:
 
 def _leak(f: OomFacts, rule: str, also: tuple[str, ...] = ()) -> Verdict:
     rate = f", climbing {size(f.slope)}/h" if f.slope else ""
+    where = (
+        f"allocated baseline at least {size(f.baseline)} (PyTorch held {size(f.allocated)} when the request "
+        f"asked for {size(f.requested)} more) is {size(f.excess)} above the {size(f.healthy_baseline)} a fresh "
+        f"process of its version starts from on {f.card} cards{rate.replace('climbing', 'which leaks')}"
+        if f.baseline_inferred
+        else f"allocated baseline {size(f.baseline)} is {size(f.excess)} above the lifetime's starting "
+        f"{size(f.healthy_baseline)}{rate}"
+    )
     text = (
-        f"allocated baseline {size(f.baseline)} is {size(f.excess)} above the lifetime's starting "
-        f"{size(f.healthy_baseline)}{rate}; {_request(f)} needed about {size(f.need)} against the "
+        f"{where}; {_request(f)} needed about {size(f.need)} against the "
         f"{size(f.limit)} that succeeds on {f.card} cards, {size(f.healthy_need)} on the starting "
         f"baseline"
     )

@@ -19,12 +19,16 @@ from ..compression import READ_ERRORS
 from ..oom.clean import clean_message_text
 from ..oom.message import OOM_MARKERS, Reading, analyse_oom, heads_message, opens_message
 from .logline import FOLLOW_UP, LineClock, claims_oom, is_record_start
+from .request_line import request_fields
 from .textscan import LINE_TEXT_BYTES, SEGMENT_BYTES, MarkerFinder, Window, iter_windows, line_text
 
 REJECT_REASON = "text mentions out of memory but matches no known OOM message format"
 MAX_MESSAGE_LINES = 64  # a message continues over at most this many lines
 MAX_MESSAGE_BYTES = 32 << 10  # ... and this many bytes (less than textscan.LOOKAHEAD_BYTES)
 LOOK_BEHIND = 2  # earlier lines a message may reach back to (see _Scanner._reach_back)
+# Lines above a message searched for the request it failed (`_Scanner._request_before`): a traceback stands
+# between the two, as long as a message may be.
+REQUEST_REACH = MAX_MESSAGE_LINES
 RAW_LIMIT = 2000
 # Lines that may stand between a message and the same failure relayed by another layer (see `_is_echo`): a
 # relay logs it as its next record, after at most a blank line and a line of its own ("..." in a paste).
@@ -170,8 +174,9 @@ class _Scanner:
         first = self._text(hit, end)
         oom, state, _, follow = _analyse(first)
         if oom is not None and state == "ended" and _ends_sentence(first) and is_record_start(first):
+            found = TextOom(line, self.clock(first), oom, self._request_before(hit))
             self.consumed = self._window.base + end  # the common case: one whole log record
-            return _Event(TextOom(line, self.clock(first), oom), line, first, oom.message)
+            return _Event(found, line, first, oom.message)
         msg = _Message(hit, end, [first], oom, state, follow)
         if oom is None and not claims_oom(first):
             # A weak marker ("KV cache memory"): a message only where its line opens one, or ends a line
@@ -187,9 +192,25 @@ class _Scanner:
                 return None  # it opened no message after all: its lines are free for other messages
             self.consumed = self._window.base + msg.end
             return Reject(line, REJECT_REASON, first[:RAW_LIMIT])
+        request = self._request_before(msg.start)
         self.consumed = self._window.base + msg.end
         last = line + len(msg.lines) - 1
-        return _Event(TextOom(line, self.clock(msg.lines[0]), msg.oom), last, msg.lines[0], msg.oom.message)
+        found = TextOom(line, self.clock(msg.lines[0]), msg.oom, request)
+        return _Event(found, last, msg.lines[0], msg.oom.message)
+
+    def _request_before(self, start: int) -> tuple[tuple[str, str], ...]:
+        """The request the message at `start` failed, from the nearest request line above it within
+        REQUEST_REACH lines, not reaching into an earlier message; () when there is none, or the nearest is
+        about a request that succeeded."""
+        for _ in range(REQUEST_REACH):
+            previous = self._previous_line(start, blank=True)
+            if previous is None:
+                break
+            text, start = previous
+            fields = request_fields(text)
+            if fields is not None:
+                return tuple(fields.items())
+        return ()
 
     def _starts_before(self, msg: _Message) -> bool:
         """Prepend the line before the message's when the two together are a message; whether they are."""
@@ -390,7 +411,7 @@ def _folded(earlier: _Event, later: _Event) -> _Event:
     numbers = {name: getattr(second, name) for name in _NUMERIC_FIELDS if getattr(first, name) is None}
     text = first.message if not _bare(first) or _bare(second) else f"{first.message} {second.message}"
     oom = replace(first, **numbers, other_processes=first.other_processes or second.other_processes, message=text)
-    found = TextOom(earlier.found.line, earlier.found.ts or later.found.ts, oom)
+    found = TextOom(earlier.found.line, earlier.found.ts or later.found.ts, oom, earlier.found.request)
     return _Event(found, later.last, earlier.head, earlier.text)
 
 

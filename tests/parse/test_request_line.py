@@ -1,0 +1,101 @@
+"""The failing request a text log names just before its traceback (parse.text.request_line), and the scan that
+attaches it to the OOM message found after it. The message is a real one: the third OOM of the H200 serve_leak
+capture (tests/data/h200/serve_leak/oom_messages.txt); the lines around it are a service's, as a log would hold
+them, with the request's fields taken from the capture's request log (requests.jsonl, request gpu-a-0-00047)."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from oomlab.parse.text.request_line import request_fields
+from oomlab.parse.text.textlog import REQUEST_REACH, scan_text_log
+from oomlab.records import TextOom
+
+from conftest import H200
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        (
+            "2026-11-30T01:49:37.866 ERROR gpu-a-0-00047 failed status=500 model=llama-mini-v2 batch=8 "
+            "prompt_tokens=1024 max_new_tokens=32",
+            {
+                "model_version": "llama-mini-v2",
+                "batch_size": "8",
+                "input_sequence_length": "1024",
+                "output_sequence_length": "32",
+            },
+        ),
+        (
+            '{"level": "error", "request_id": "gpu-a-0-00047", "model": "llama-mini-v2", "batch_size": 8, '
+            '"input_len": 1024}',
+            {
+                "request_id": "gpu-a-0-00047",
+                "model_version": "llama-mini-v2",
+                "batch_size": "8",
+                "input_sequence_length": "1024",
+            },
+        ),
+        ('msg="generate" model="llama mini" bs=4', {"model_version": "llama mini", "batch_size": "4"}),
+    ],
+)
+def test_a_request_line_names_the_request(line, expected):
+    assert request_fields(line) == expected
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "INFO serving model=llama-mini-v2 on cuda:0",  # no size: a start-up line, not a request
+        "prefix_batch=8 my_prompt_tokens=12",  # keys that only end in a field's name
+        "batch=12345678901 model=m",  # no batch is ten digits long
+        "batch=eight model=m",
+    ],
+)
+def test_a_line_without_a_request_size_is_no_request_line(line):
+    assert request_fields(line) is None
+
+
+def test_a_line_about_a_request_that_succeeded_is_not_the_failing_one():
+    assert request_fields("gpu-a-0-00046 done status=200 model=llama-mini-v2 batch=4 prompt_tokens=512") == {}
+
+
+def _message() -> str:
+    with gzip.open(H200 / "serve_leak" / "oom_messages.txt.gz", "rt") as handle:
+        lines = handle.read().splitlines()
+    return lines[lines.index("--- gpu-a-0-00047 2026-11-30T01:49:37.866Z") + 1]
+
+
+def _scan(tmp_path, lines: list[str]) -> TextOom:
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(lines) + "\n")
+    (found,) = scan_text_log(log)
+    assert isinstance(found, TextOom)
+    return found
+
+
+TRACEBACK = [
+    "Traceback (most recent call last):",
+    '  File "/srv/app/server.py", line 214, in handle_generate',
+    "    out = model.generate(**inputs)",
+]
+
+
+def test_the_scan_takes_the_request_line_above_the_traceback(tmp_path):
+    request = "2026-11-30T01:49:37.866 ERROR gpu-a-0-00047 failed model=llama-mini-v2 batch=8 prompt_tokens=1024"
+    found = _scan(tmp_path, ["2026-11-30T01:49:37.700 INFO started", request, *TRACEBACK, _message()])
+    assert dict(found.request) == {"model_version": "llama-mini-v2", "batch_size": "8", "input_sequence_length": "1024"}
+
+
+def test_a_succeeded_request_above_the_traceback_names_nothing(tmp_path):
+    done = "2026-11-30T01:49:37.742 INFO gpu-a-0-00046 done status=200 model=llama-mini-v2 batch=4 prompt_tokens=512"
+    assert _scan(tmp_path, [done, *TRACEBACK, _message()]).request == ()
+
+
+def test_a_request_line_further_than_a_message_can_reach_is_not_taken(tmp_path):
+    request = "ERROR gpu-a-0-00047 failed model=llama-mini-v2 batch=8 prompt_tokens=1024"
+    filler = [f"  frame {i}" for i in range(REQUEST_REACH)]
+    assert _scan(tmp_path, [request, *filler, _message()]).request == ()
