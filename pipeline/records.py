@@ -69,6 +69,7 @@ class IngestReport:
     """The outcome of one `oomlab ingest` call."""
 
     results: list[SourceResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # said once about the whole run (a clock far behind the data)
 
     @property
     def failed(self) -> list[SourceResult]:

@@ -189,6 +189,8 @@ def print_ingest_report(report: IngestReport) -> None:
                 "see table rejects",
                 markup=False,
             )
+    for note in report.notes:
+        err.print(f"note: {visible(note)}", markup=False)
     _stdout().print(_summary_table(report))
 
 

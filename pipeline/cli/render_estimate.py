@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import sys
 from dataclasses import asdict
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
+from ..assets import write_atomic
 from ..errors import OomlabError
 from ..units import GIB, format_bytes
 
@@ -128,7 +128,7 @@ def write_rules(rules: AlertRules, path: str | None) -> None:
         sys.stdout.write(text)
         return
     try:
-        Path(path).write_text(text, encoding="utf-8")
+        write_atomic(path, text)
     except OSError as exc:
         raise OomlabError(f"cannot write {path}: {exc.strerror or exc}") from None
     groups: list[dict[str, list[object]]] = document["groups"]  # type: ignore[assignment]

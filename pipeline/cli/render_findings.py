@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.padding import Padding
 from rich.text import Text
 
+from ..assets import write_atomic
 from .terminal import plain, visible
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def write_findings_json(result: FindingsResult, since: datetime | None, until: d
     if path == "-":
         sys.stdout.write(text)
     else:
-        Path(path).write_text(text, encoding="utf-8")
+        write_atomic(path, text)
 
 
 def _heading(number: int, finding: Finding) -> Text:

@@ -48,11 +48,12 @@ def _search_if_text(path: str, fields: tuple[Field, ...]) -> None:
     """Start rg on the file when it is a text log (the ingest reports any problem with the file later)."""
     from ..errors import InputError
     from ..parse import detect
+    from ..parse.compression import INPUT_ERRORS
 
     try:
         if detect.detect_kind(path, fields) != detect.TEXT:
             return
-    except (InputError, OSError):
+    except (InputError, *INPUT_ERRORS):  # the file's own turn reports it, in one line
         return
     from .text_readers import search_text_log_ahead
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 from ..config import IngestOptions
 from ..load import tables as load
-from ..load.sql import sql_text
+from ..load.sql import rollback, sql_text
 from ..parse.calendar import JobRule, JobWindow, expand, read_calendar
 from .plausible import split_plausible
 
@@ -129,7 +129,7 @@ def refresh_rule_occurrences(
                 _insert(con, "job_occurrences", _windows_table(source_id, windows, "cron"))
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        rollback(con)
         raise
 
 

@@ -127,7 +127,7 @@ def _check_sql(field: Field, source: str, duck_type: str, converted: str, per_un
     if field.kind != "ts":
         return unreadable
     implausible = (
-        f"CASE WHEN {converted} < TS_EARLIEST() OR {converted} > CAST(now() AS TIMESTAMP) + TS_AHEAD() "
+        f"CASE WHEN {converted} < TS_EARLIEST() OR {converted} >= TS_LATEST() "
         f"THEN '{field.name}: ' || strftime({converted}, '%Y-%m-%d %H:%M:%S') || ' {IMPLAUSIBLE_TIME}' END"
     )
     return implausible if unreadable == "NULL" else f"coalesce({unreadable}, {implausible})"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -13,14 +14,16 @@ from ..config import IngestOptions
 from ..errors import EmptyInputError, FastPathRefused, OomlabError
 from ..load import tables as load
 from ..load.reconcile import reconcile_oom_sightings
+from ..load.sql import rollback, sql_text
 from ..parse import detect
+from ..parse.compression import INPUT_ERRORS
 from ..parse.facts import HASH_ALGORITHM, FileFacts, facts_in_background, hash_of
 from ..records import FAILED, INGESTED, NOTHING_FOUND, SKIPPED, IngestReport, SourceResult
 from .ahead import Ahead
 from .calendar import refresh_rule_occurrences
 from .nothing_found import nothing_found_note
 from .paths import InputFile, total_bytes
-from .plausible import implausible_time
+from .plausible import clock_note, implausible_time
 from .progress import Progress, ReadPosition, polling
 
 
@@ -55,6 +58,9 @@ def ingest_files(
     if any(r.status == INGESTED for r in report.results):
         refresh_rule_occurrences(con)  # new data or new rules: runs of recurring jobs cover it all
         reconcile_oom_sightings(con)  # new sightings may be of OOMs other files saw: one event per real OOM
+        note = clock_note(con.execute(sql_text("select_data_range")).fetchall()[0][1])
+        if note is not None:
+            report.notes.append(note)
     return report
 
 
@@ -69,7 +75,8 @@ def ingest_file(
     `position`: where a loader reports how far it has read."""
     abspath = str(Path(path).resolve())
     try:
-        size = os.path.getsize(path)
+        before = FileState.of(path)
+        size = before.size
         algorithm = load.known_file(con, abspath, size)
         if algorithm is not None:  # likely a re-run: hash first, skip without work
             current = facts is not None and algorithm == HASH_ALGORITHM
@@ -81,7 +88,7 @@ def ingest_file(
                     fresh = facts.result().content_hash if facts is not None else hash_of(path, HASH_ALGORITHM)
                     load.upgrade_hash(con, abspath, fresh)
                 return SourceResult(path, SKIPPED, message=f"already ingested as {duplicate}")
-        return _ingest_new(con, path, abspath, size, options, facts, position)
+        return _ingest_new(con, path, abspath, before, options, facts, position)
     except EmptyInputError as exc:
         return SourceResult(path, SKIPPED, message=exc.message)
     except OomlabError as exc:
@@ -90,6 +97,48 @@ def ingest_file(
         return SourceResult(path, FAILED, message=f"{path}: {exc.strerror or exc or type(exc).__name__}")
     except duckdb.Error as exc:  # input DuckDB could not digest: report it, keep going with the rest
         return SourceResult(path, FAILED, message=f"{path}: {str(exc).splitlines()[0]}")
+    except INPUT_ERRORS as exc:  # a cut stream, nesting past the stack, text that is no text: this file's alone
+        return SourceResult(path, FAILED, message=f"{path}: {_input_error(exc)}")
+
+
+def _input_error(exc: BaseException) -> str:
+    """One line for an error reading an input, with what to check."""
+    if isinstance(exc, EOFError):
+        return f"the compressed stream ends early ({exc}): the file was cut while it was written or copied"
+    if isinstance(exc, RecursionError):
+        return "nested deeper than can be read (a JSON array or object inside thousands of others)"
+    if isinstance(exc, MemoryError):
+        return "too large to read in the memory this machine has"
+    return f"{type(exc).__name__}: {exc}"
+
+
+@dataclass(frozen=True)
+class FileState:
+    """What tells that a file changed while it was read: its size, modification time and inode. A log rotated
+    with copytruncate, or still being written, differs after the read from before it."""
+
+    size: int
+    mtime_ns: int
+    inode: int
+    device: int
+
+    @classmethod
+    def of(cls, path: str) -> FileState:
+        stat = os.stat(path)
+        return cls(stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_dev)
+
+    def changed(self, path: str) -> str | None:
+        """Why `path` is not the file this state was taken of any more; None when it is."""
+        try:
+            now = FileState.of(path)
+        except OSError as exc:
+            return f"it went away while it was read ({exc.strerror or exc})"
+        if now == self:
+            return None
+        if (now.inode, now.device) != (self.inode, self.device):
+            return "it was replaced by another file while it was read (rotated?)"
+        sizes = f"{self.size:,} bytes before, {now.size:,} after"
+        return f"it changed while it was read ({sizes}: rotated, or still being written?)"
 
 
 def _relabelled(
@@ -106,7 +155,7 @@ def _ingest_new(
     con: duckdb.DuckDBPyConnection,
     path: str,
     abspath: str,
-    size: int,
+    before: FileState,
     options: IngestOptions,
     facts: Future[FileFacts] | None,
     position: ReadPosition | None,
@@ -116,41 +165,47 @@ def _ingest_new(
     if facts is None:
         facts = facts_in_background(path, count_lines=kind in detect.LINE_ORIENTED)
     try:
-        return _ingest_in_transaction(con, path, abspath, size, kind, options, facts, position, robust=False)
+        return _ingest_in_transaction(con, path, abspath, before, kind, options, facts, position, robust=False)
     except FastPathRefused:
-        return _ingest_in_transaction(con, path, abspath, size, kind, options, facts, position, robust=True)
+        return _ingest_in_transaction(con, path, abspath, before, kind, options, facts, position, robust=True)
 
 
 def _ingest_in_transaction(
     con: duckdb.DuckDBPyConnection,
     path: str,
     abspath: str,
-    size: int,
+    before: FileState,
     kind: str,
     options: IngestOptions,
     facts: Future[FileFacts],
     position: ReadPosition | None,
     robust: bool,
 ) -> SourceResult:
-    """One file in one transaction: all of its rows, or none of them."""
+    """One file in one transaction: all of its rows, or none of them. A file that changed while it was read
+    stores nothing: its rows and its hash may be of different contents, and the next run reads it again."""
     con.execute("BEGIN TRANSACTION")
     try:
         load.remove_sources(con, load.source_ids_for_path(con, abspath))
         source_id = load.next_source_id(con)
         rows, rejects = _load_content(con, Path(path), kind, source_id, options, facts, position, robust)
         content_hash = facts.result().content_hash
+        changed = before.changed(path)
+        if changed is not None:
+            rollback(con)
+            return SourceResult(path, FAILED, kind, message=f"{path}: {changed}; nothing stored, read it again later")
         duplicate = load.source_with_hash(con, content_hash)
         if duplicate:
-            con.execute("ROLLBACK")
+            rollback(con)
             return SourceResult(path, SKIPPED, kind, message=_duplicate_message(con, abspath, duplicate))
         note = nothing_found_note(Path(path), kind) if rows == 0 and rejects == 0 else None
+        size = before.size
         load.insert_source(
             con,
             load.SourceRow(source_id, abspath, content_hash, kind, rows, rejects, size, options.labels_for(path), note),
         )
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        rollback(con)
         raise
     samples = _reject_samples(con, path, source_id) if rejects else []
     status = INGESTED if note is None else NOTHING_FOUND
@@ -168,7 +223,7 @@ def _duplicate_message(con: duckdb.DuckDBPyConnection, abspath: str, duplicate: 
         load.remove_sources(con, earlier)
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        rollback(con)
         raise
     return f"its content changed to that of {duplicate}, already ingested: the rows of its earlier content were removed"
 

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import duckdb
 
-from .sql import run_file, sql_text
+from .sql import rollback, run_file, sql_text
 
 
 def prune_before(con: duckdb.DuckDBPyConnection, before: datetime) -> dict[str, int]:
@@ -19,6 +19,6 @@ def prune_before(con: duckdb.DuckDBPyConnection, before: datetime) -> dict[str, 
         run_file(con, "prune_rows")
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        rollback(con)
         raise
     return counts

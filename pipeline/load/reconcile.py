@@ -10,6 +10,7 @@ import duckdb
 
 from .oom_links import Event, Sighting, link, read_sightings
 from .placement import place_by_pid, place_sources, read_sources
+from .sql import rollback
 
 
 def reconcile_oom_sightings(con: duckdb.DuckDBPyConnection) -> int:
@@ -38,7 +39,7 @@ def reconcile_oom_sightings(con: duckdb.DuckDBPyConnection) -> int:
             )
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        rollback(con)
         raise
     return len(events)
 

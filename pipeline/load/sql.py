@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from functools import cache
@@ -166,5 +167,13 @@ def apply_schema(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"COMMENT ON TABLE sources IS '{fingerprint}'")  # hex digits only: nothing to escape
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        rollback(con)
         raise
+
+
+def rollback(con: duckdb.DuckDBPyConnection) -> None:
+    """Roll back the open transaction, for an error path: when the rollback fails too (the database was
+    invalidated by a full disk, the transaction already aborted), the error that got here is the one to report,
+    so the rollback's own error is dropped rather than raised over it."""
+    with contextlib.suppress(duckdb.Error):
+        con.execute("ROLLBACK")

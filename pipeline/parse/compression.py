@@ -32,6 +32,10 @@ DECOMPRESSION_ERRORS: tuple[type[Exception], ...] = (
 )
 # Everything reading a file through `open_binary` can raise that is the file's fault, not oomlab's.
 READ_ERRORS: tuple[type[Exception], ...] = (OSError, EOFError, *DECOMPRESSION_ERRORS)
+# What reading one input can raise besides oomlab's own errors: the reads above, text that is no text, nesting
+# deeper than the interpreter's stack (a 100,000-deep JSON array) and an input too large for memory. Each is that
+# file's failure, said in one line; the run goes on with the other files.
+INPUT_ERRORS: tuple[type[BaseException], ...] = (*READ_ERRORS, UnicodeError, RecursionError, MemoryError)
 
 _MAGIC: dict[str, bytes] = {
     "gzip": b"\x1f\x8b",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import mmap
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -13,7 +12,7 @@ from typing import Any
 
 import xxhash
 
-from .compression import compression_of, open_binary
+from .compression import DECOMPRESSION_ERRORS, compression_of, open_binary
 
 # The content identity of a source (sources.content_hash): "are these the same bytes as a file ingested
 # before", on one's own files. xxh3-128 hashes at memory speed (0.04 s per GiB here, sha256 0.69 s: the floor
@@ -22,7 +21,7 @@ from .compression import compression_of, open_binary
 # which the ingest summary says.
 HASH_ALGORITHM = "xxh3-128"
 
-_CHUNK = 32 << 20  # pieces of a memory map: few calls, and resident memory stays at one piece
+_CHUNK = 32 << 20  # pieces read at a time: few calls, and resident memory stays at one piece
 _COUNT_PIECE = 1 << 20  # newlines are counted in pieces that stay in the CPU cache
 
 
@@ -55,23 +54,14 @@ def hash_of(path: str | Path, algorithm: str) -> str:
 
 
 def _each_piece(path: str | Path, consume: Callable[[memoryview | bytes], object]) -> None:
-    """Hand the file's bytes as stored to `consume` in pieces: views of a memory map (no copy), or reads
-    where the file cannot be mapped."""
-    with open(path, "rb") as handle:
-        try:
-            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        except (ValueError, OSError):  # an empty file, or one that is not a regular file
-            mapped = None
-        if mapped is None:
-            while chunk := handle.read(_CHUNK):
-                consume(chunk)
-            return
-        with mapped, memoryview(mapped) as view:
-            for start in range(0, len(view), _CHUNK):
-                with view[start : start + _CHUNK] as piece:
-                    consume(piece)
-                if hasattr(mmap, "MADV_DONTNEED"):  # resident memory stays at one piece; the page cache keeps it
-                    mapped.madvise(mmap.MADV_DONTNEED, start, min(_CHUNK, len(mapped) - start))
+    """Hand the file's bytes as stored to `consume` in pieces, read into one reused buffer. Not a memory map:
+    a log truncated while mapped (logrotate's copytruncate) kills the process with SIGBUS, where a read just
+    returns less (and ingest then sees that the file changed)."""
+    buffer = bytearray(_CHUNK)
+    with open(path, "rb", buffering=0) as handle, memoryview(buffer) as view:
+        while got := handle.readinto(buffer):
+            with view[:got] as piece:
+                consume(piece)
 
 
 def count_newlines(buf: Any, start: int, end: int) -> int:
@@ -124,11 +114,15 @@ def file_facts(path: str | Path, count_lines: bool = True) -> FileFacts:
 
 
 def line_count(path: str | Path) -> int:
-    """The lines of the decompressed file (a last line without its newline counts too)."""
+    """The lines of the decompressed file (a last line without its newline counts too); -1 (not counted) when
+    the compressed stream is cut short: the reader that loads it says where."""
     counter = _LineCounter()
     with open_binary(path) as handle:
-        while chunk := handle.read(_CHUNK):
-            counter.feed(chunk)
+        try:
+            while chunk := handle.read(_CHUNK):
+                counter.feed(chunk)
+        except (EOFError, *DECOMPRESSION_ERRORS):
+            return -1
     counter.finish()
     return counter.lines
 

@@ -23,7 +23,7 @@ import duckdb
 
 from ..errors import InputError
 from ..records import Reject
-from .compression import compression_of, open_binary
+from .compression import DECOMPRESSION_ERRORS, compression_of, open_binary
 from .detect import csv_delimiter
 
 # DuckDB reads these compressions itself; others are decompressed to a temporary file first.
@@ -344,7 +344,12 @@ def _needs_sanitising(path: Path, max_line: int) -> bool:
     decoder = codecs.getincrementaldecoder("utf-8")()
     run, pending_cr = 0, False  # bytes since the last LF; whether the previous chunk ended in CR
     with open_binary(path) as handle:
-        while chunk := handle.read(max_line):
+        while True:
+            chunk = _read_or_cut(handle, max_line)
+            if chunk is None:
+                return True  # a cut stream: the sanitised copy keeps its whole lines and says where it ends
+            if not chunk:
+                break
             if b"\x01" in chunk or _bare_cr(chunk, pending_cr):
                 return True
             pending_cr = chunk.endswith(b"\r")
@@ -362,6 +367,14 @@ def _needs_sanitising(path: Path, max_line: int) -> bool:
     except UnicodeDecodeError:
         return True
     return pending_cr  # the last line is at most one chunk long
+
+
+def _read_or_cut(handle: BinaryIO, size: int) -> bytes | None:
+    """Up to `size` bytes; None where a compressed stream is cut short (the sanitised copy says where)."""
+    try:
+        return handle.read(size)
+    except (EOFError, *DECOMPRESSION_ERRORS):
+        return None
 
 
 def _bare_cr(chunk: bytes, pending_cr: bool) -> bool:
@@ -464,8 +477,18 @@ def _csv_rows(path: Path, header: CsvHeader, max_line: int) -> tuple[list[list[s
 
 def _decoded_lines(handle: BinaryIO, max_line: int, rejects: list[Reject]) -> Iterator[tuple[int, str]]:
     """(number, text) of each line, its line end kept; a line that is not UTF-8 or over `max_line` bytes is a
-    reject and reads as an empty line (so a quoted field cannot run on through it)."""
-    for number, (line, length) in enumerate(_bounded_lines(handle, max_line), start=1):
+    reject and reads as an empty line (so a quoted field cannot run on through it). A compressed stream cut short
+    (a log copied or rotated while it was written) gives its whole lines and one reject for the rest."""
+    numbered = enumerate(_bounded_lines(handle, max_line), start=1)
+    number = 0
+    while True:
+        try:
+            number, (line, length) = next(numbered)
+        except StopIteration:
+            return
+        except (EOFError, *DECOMPRESSION_ERRORS) as exc:
+            rejects.append(Reject(number + 1, f"the compressed stream ends here ({exc}): the rest of the file is lost"))
+            return
         if not line:
             rejects.append(Reject(number, _too_long(length, max_line), ""))
             yield number, "\n"

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..assets import write_atomic
 from .figures import plain
 
 
@@ -30,7 +31,4 @@ class Report:
 
 
 def _write(path: str | Path, text: str) -> Path:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
-    return target
+    return write_atomic(path, text)

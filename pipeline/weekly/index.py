@@ -7,12 +7,16 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from ..assets import write_atomic
 from .weeks import WEEK_NAME
 
 
 def week_folders(out: Path) -> list[Path]:
-    """The week folders (`2026-W48`) under `out`, oldest first."""
-    return sorted(p for p in out.iterdir() if p.is_dir() and WEEK_NAME.match(p.name)) if out.is_dir() else []
+    """The week folders (`2026-W48`) under `out`, oldest first; a symbolic link named like one is not a week
+    folder (the job made none: it is neither listed, written through nor deleted)."""
+    if not out.is_dir():
+        return []
+    return sorted(p for p in out.iterdir() if WEEK_NAME.match(p.name) and p.is_dir() and not p.is_symlink())
 
 
 def headline_of(doc: dict[str, Any]) -> dict[str, Any]:
@@ -52,9 +56,7 @@ def write_index(out: Path) -> Path:
         + "\n".join(body)
         + "\n</tbody>\n</table>\n</body>\n</html>\n"
     )
-    path = out / "index.html"
-    path.write_text(page, encoding="utf-8")
-    return path
+    return write_atomic(out / "index.html", page)
 
 
 def _number(value: object) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import api
 from ..config import IngestOptions
+from ..errors import OomlabError
 from ..fields import read_mapping_file, with_mapping
 from ..records import FAILED, INGESTED, SKIPPED
 from .config import WeeklyConfig, load_config
@@ -70,6 +71,11 @@ def run_weekly(config_path: str | Path, week: str | None = None) -> WeeklyRun:
     ingested = _ingest(config)
     out = config.output
     folder = out / chosen.name
+    if folder.is_symlink():
+        raise OomlabError(
+            f"{folder} is a symbolic link: the weekly job writes only into week folders it makes",
+            hint=f"remove the link ({folder}) and run again",
+        )
     weekly = api.weekly_report(config.database, chosen.since, chosen.until)
     written = weekly.write(folder / "weekly.html", folder / "weekly.json")
     keep = set()
@@ -82,6 +88,8 @@ def run_weekly(config_path: str | Path, week: str | None = None) -> WeeklyRun:
     for stale in folder.glob("incident-*"):  # an earlier run's choice that this one did not repeat
         if stale.name not in keep:
             stale.unlink()
+    # compared before retention runs: keep_weeks = 1 must not delete last week before this week is held against it
+    fresh = new_findings(weekly.doc, _previous_doc(out, chosen), config.alert_confidence)
     removed = _retain(out, config.keep_weeks, folder)
     pruned = (
         api.prune(config.database, chosen.until - timedelta(days=config.prune_before_days))
@@ -95,7 +103,7 @@ def run_weekly(config_path: str | Path, week: str | None = None) -> WeeklyRun:
         ingest=ingested,
         headline=headline_of(weekly.doc),
         findings=len(weekly.doc["findings"]),
-        new_findings=new_findings(weekly.doc, _previous_doc(out, chosen), config.alert_confidence),
+        new_findings=fresh,
         written=written,
         removed_weeks=removed,
         pruned=pruned,

@@ -113,9 +113,14 @@ CREATE OR REPLACE MACRO CARD_MAX_BYTES() AS 4398046511104;
 CREATE OR REPLACE MACRO IMPLAUSIBLE_LATENCY_MS() AS 86400000;
 
 -- A time a GPU log can carry: not before CUDA existed (CUDA 1.0, 2007; an epoch-0 or year-1 date is a unit or
--- parsing slip) and not more than a year ahead of now (clock skew and zone slips are hours, not years; year 9999
--- is a placeholder). A request row outside is a reject with the reason; the data's range ignores such rows.
+-- parsing slip) and not in 2100 or later (year 9999 is a placeholder, 2106 is where 32-bit epoch seconds end, and
+-- every engine's date arithmetic is exact well past it). The bounds are fixed, never the machine's clock: a clock
+-- months behind the data must not drop the data, at ingest or when read. A request row outside is a reject with
+-- the reason; the data's range ignores such rows.
 CREATE OR REPLACE MACRO TS_EARLIEST() AS TIMESTAMP '2007-01-01';
+CREATE OR REPLACE MACRO TS_LATEST() AS TIMESTAMP '2100-01-01';
+-- How far the data may run ahead of the machine's clock before ingest says so (once; it changes nothing): clock
+-- skew and zone slips are hours, not a year.
 CREATE OR REPLACE MACRO TS_AHEAD() AS INTERVAL 366 DAY;
 
 -- The longest line a request record can take (16 MiB, also DuckDB read_json's default maximum_object_size): one

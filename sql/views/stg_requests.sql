@@ -3,7 +3,7 @@
 -- `pid` is the serving process's id when the log line carries one (`pid`, `process_id` or `worker_pid`,
 -- kept in `extra`): a new pid on a device is a process start, whatever the memory did; so is a new `pod` (a
 -- Kubernetes pod, or container, is one process lifetime and is renamed on every restart; the node is the device). Rows dated where no GPU
--- log can be (before TS_EARLIEST or more than TS_AHEAD ahead: ingest rejects them now, an earlier version may
+-- log can be (before TS_EARLIEST or from TS_LATEST on: ingest rejects them now, an earlier version may
 -- have loaded them) are left out, so that one year-9999 row cannot stretch every time range.
 -- `allocated_before` is the logged one, else what the request left (allocated_after): a request frees what it
 -- allocated, so it ends where it started, give or take what a leak keeps of it (a leak's bytes per request are
@@ -34,4 +34,4 @@ SELECT ts, instance, coalesce(gpu_index, 0) AS gpu_index, model_version, request
        coalesce(extra ->> 'pod', extra ->> 'pod_name', extra ->> 'kubernetes.pod_name', extra ->> 'container_id')
            AS pod
 FROM requests
-WHERE ts BETWEEN TS_EARLIEST() AND CAST(now() AS TIMESTAMP) + TS_AHEAD();
+WHERE ts >= TS_EARLIEST() AND ts < TS_LATEST();

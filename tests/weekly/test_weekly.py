@@ -163,3 +163,36 @@ def test_a_bad_config_key_is_a_one_line_error(job: dict) -> None:
     assert result.exit_code == 1
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and str(config) in lines[0] and "databse" in lines[0], result.output
+
+
+def test_keep_weeks_1_compares_with_last_week_before_deleting_it(job: dict) -> None:
+    """Retention runs after the comparison: with keep_weeks = 1 the second week's new findings are the same as
+    with ten weeks kept, not every finding."""
+    config = write_config(job["root"] / "keep1", job["db"], "out", alert_confidence=CONFIDENCE, keep_weeks=1)
+    first = run("weekly", "--config", config, "--week", FIRST, "--json")
+    second = run("weekly", "--config", config, "--week", SECOND, "--json")
+    assert first.exit_code in (0, 3)
+    assert json.loads(second.output)["new_findings"] == json.loads(job["runs"][1].output)["new_findings"]
+    assert second.exit_code == job["runs"][1].exit_code
+
+
+def test_planted_links_are_never_written_through(job: dict, tmp_path: Path) -> None:
+    """A link planted at a page is replaced by the page (its target untouched); a week folder that is a link is
+    refused in one line, and retention passes it by."""
+    root = job["root"] / "links"
+    config = write_config(root, job["db"], "out", keep_weeks=1)
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me", encoding="utf-8")
+    page = root / "out" / FIRST / "weekly.html"
+    page.parent.mkdir(parents=True)
+    page.symlink_to(target)
+    assert run("weekly", "--config", config, "--week", FIRST).exit_code in (0, 3)
+    assert target.read_text(encoding="utf-8") == "keep me" and not page.is_symlink()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / "out" / SECOND).symlink_to(elsewhere, target_is_directory=True)
+    refused = run("weekly", "--config", config, "--week", SECOND)
+    assert refused.exit_code == 1 and "is a symbolic link" in refused.output
+    assert list(elsewhere.iterdir()) == []
+    assert run("weekly", "--config", config, "--week", FIRST).exit_code in (0, 3)  # retention passes the link by
+    assert (root / "out" / SECOND).is_symlink()

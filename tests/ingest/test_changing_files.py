@@ -1,0 +1,127 @@
+"""Files that change under the read (issue 36): logrotate's copytruncate while a log is ingested, and a compressed
+log cut short. Nothing is stored under the hash of content that was not read, the rotated copy is ingested, and
+no read is a memory map that a truncation turns into SIGBUS. The logs are the real H200 serve_mixed capture's
+requests (tests/data/h200/serve_mixed/requests.jsonl) and the sample fleet's a10-01 request log."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+
+import duckdb
+import pytest
+
+from oomlab import api
+from oomlab.config import IngestOptions
+from oomlab.ingest import run
+from oomlab.parse import facts
+from oomlab.records import FAILED, INGESTED
+
+from conftest import FLEET, H200
+
+
+def _copytruncate(path) -> None:
+    """What logrotate's copytruncate does: copy the log aside, then cut the original to nothing."""
+    shutil.copy(path, path.with_name(path.name + ".1"))
+    with open(path, "r+b") as handle:
+        handle.truncate(0)
+
+
+@pytest.fixture
+def log(tmp_path):
+    path = tmp_path / "requests.jsonl"
+    path.write_bytes(gzip.decompress((H200 / "serve_mixed" / "requests.jsonl.gz").read_bytes()))
+    return path
+
+
+def test_a_log_rotated_during_its_read_stores_nothing_and_its_copy_is_ingested_after(tmp_path, log, monkeypatch):
+    load = run._load_content
+
+    def rotating(*args, **kwargs):
+        out = load(*args, **kwargs)
+        _copytruncate(log)  # the rows are read; the file is rotated before the ingest ends
+        return out
+
+    monkeypatch.setattr(run, "_load_content", rotating)
+    db = tmp_path / "r.duckdb"
+    (result,) = api.ingest(db, [str(log)], IngestOptions()).results
+    assert result.status == FAILED
+    assert "changed while it was read (48,474 bytes before, 0 after" in result.message
+    assert result.message.endswith("nothing stored, read it again later")
+    monkeypatch.undo()
+    # the next run: the rotated copy holds the 101 requests and is read, not skipped as already ingested
+    (copy,) = api.ingest(db, [str(log.with_name(log.name + ".1"))], IngestOptions()).results
+    assert (copy.status, copy.rows) == (INGESTED, 101)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM sources").fetchone() == (1,)
+    finally:
+        con.close()
+
+
+def test_hashing_a_file_cut_while_it_is_read_ends_without_a_signal(log, monkeypatch):
+    """Reads, not a memory map: the pieces after the cut are simply not there (a mapped page past the new end
+    would raise SIGBUS and kill the process)."""
+    monkeypatch.setattr(facts, "_CHUNK", 1024)
+    seen = []
+
+    def consume(piece):
+        seen.append(len(piece))
+        if len(seen) == 1:
+            log.write_bytes(b"")
+
+    facts._each_piece(log, consume)
+    assert seen == [1024]
+
+
+def test_a_cut_gzip_keeps_its_whole_lines_and_says_where_it_ends(tmp_path):
+    whole = (FLEET / "requests" / "a10-01.jsonl.gz").read_bytes()
+    cut = tmp_path / "a10-01.jsonl.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    (result,) = api.ingest(tmp_path / "c.duckdb", [str(cut)], IngestOptions()).results
+    lines = gzip.decompress(whole).count(b"\n")
+    assert result.status == INGESTED and 0 < result.rows < lines and result.rejects == 1
+    assert "the compressed stream ends here" in result.reject_samples[0]
+
+
+def test_a_deep_json_and_a_cut_gzip_fail_alone(tmp_path):
+    """Each fails in one line naming the file; the good file beside them is ingested."""
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    good = tmp_path / "good.jsonl.gz"
+    shutil.copy(H200 / "serve_mixed" / "requests.jsonl.gz", good)
+    report = api.ingest(tmp_path / "d.duckdb", [str(deep), str(good)], IngestOptions())
+    first, second = report.results
+    assert first.status == FAILED and first.message.startswith(f"{deep}: nested deeper than can be read")
+    assert (second.status, second.rows) == (INGESTED, 101)
+
+
+def test_a_clock_far_behind_the_data_drops_nothing_and_is_said_once(tmp_path, capsys):
+    """The real serve_mixed requests dated 800 days on, as a machine whose clock is 26 months behind would see
+    them: all 101 reach the analyses (no bound reads the clock), and the summary says it once."""
+    from datetime import datetime, timedelta
+
+    from oomlab.cli.render import print_ingest_report
+
+    rows = [
+        json.loads(line)
+        for line in gzip.decompress((H200 / "serve_mixed" / "requests.jsonl.gz").read_bytes()).splitlines()
+    ]
+    for row in rows:
+        ts = datetime.fromisoformat(row["ts"].replace("Z", "+00:00")) + timedelta(days=800)
+        row["ts"] = ts.isoformat()
+    log = tmp_path / "ahead.jsonl"
+    log.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    db = tmp_path / "a.duckdb"
+    report = api.ingest(db, [str(log)], IngestOptions())
+    assert report.results[0].rows == 101
+    (note,) = report.notes
+    assert "days after this machine's clock" in note and "nothing changes" in note
+    print_ingest_report(report)
+    assert capsys.readouterr().err.count("note: the data runs to 20") == 1
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT count(*), count(*) FILTER (WHERE is_oom) FROM stg_requests").fetchone() == (101, 4)
+    finally:
+        con.close()
