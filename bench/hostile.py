@@ -8,7 +8,8 @@ time and peak RSS (its own VmHWM, read while it runs) are measured against the t
 
     seconds <= 2 s + 1 s per MB of uncompressed input      peak RSS <= 300 MB + 10x the uncompressed size
 
-Every text and request case must be read (exit 0: its bad rows are rejects, the rest loads); the snapshot
+Every text and request case must be read (exit 0: its bad rows are rejects, the rest loads), but for the ones
+refused in one error line (a JSON nested 100,000 deep, a CSV of 100,000 columns); the snapshot
 cases (bench/hostile_snapshots.py) must be read or refused as each says. The request logs are the real H200
 serve_mixed log's rows repeated (tests/data/h200), with the hostile line put in. Exit status 1 when any case
 fails its targets or its outcome.
@@ -133,7 +134,8 @@ def _every_minute_calendar(folder: Path) -> Path:
 
 
 def input_cases(scale: float) -> list[HostileCase]:
-    """The text and request-log cases at `scale`; every one must be read (exit 0)."""
+    """The text and request-log cases at `scale`: each must be read (exit 0), or, where it says so, refused in
+    one error line naming the file (exit 1)."""
     rows = max(1000, round(100_000 * scale))
     long_line = max(MIB, round(200 * MIB * scale))
     return [
@@ -190,7 +192,46 @@ def input_cases(scale: float) -> list[HostileCase]:
         ),
         HostileCase("year-9999", f"{rows:,} text lines, 1 in 100 dated 9999", _text_dated_wrong(rows), False),
         HostileCase("cron-every-minute", "a '* * * * *' rule over a year of data", _every_minute_calendar, False),
+        # issue 36: each of these fails or is cut alone, in one line
+        HostileCase("gzip-cut", f"{rows:,} rows gzipped, the stream cut in half", _gzip_cut(rows), False),
+        HostileCase("json-100k-deep", "a JSON array nested 100,000 deep", _deep_json(100_000), True),
+        HostileCase("csv-100k-columns", "a CSV of 100,004 columns", _wide_csv(100_000), True),
     ]
+
+
+def _gzip_cut(count: int) -> Callable[[Path], Path]:
+    """The requests gzipped and cut at half their compressed size (a log copied while it was written): its whole
+    lines are read, one reject says where it ends."""
+
+    def build(folder: Path) -> Path:
+        data = gzip.compress("".join(json.dumps(r) + "\n" for r in _records(count)).encode())
+        path = folder / "cut.jsonl.gz"
+        path.write_bytes(data[: len(data) // 2])
+        return path
+
+    return build
+
+
+def _deep_json(depth: int) -> Callable[[Path], Path]:
+    def build(folder: Path) -> Path:
+        path = folder / "deep.json"
+        path.write_text("[" * depth + "]" * depth, encoding="utf-8")
+        return path
+
+    return build
+
+
+def _wide_csv(extra: int) -> Callable[[Path], Path]:
+    """A request log's header with `extra` more columns: refused from its header, not after minutes of typing."""
+
+    def build(folder: Path) -> Path:
+        columns = ["ts", "instance", "batch_size", "allocated_after", *(f"c{i}" for i in range(extra))]
+        values = ["2026-11-30T01:00:00Z", "a", "4", "100", *("1" for _ in range(extra))]
+        path = folder / "wide.csv"
+        path.write_text(",".join(columns) + "\n" + ",".join(values) + "\n", encoding="utf-8")
+        return path
+
+    return build
 
 
 def built_in_child(case: HostileCase, folder: Path) -> Path:
@@ -217,7 +258,8 @@ def run_input(case: HostileCase, folder: Path, oomlab: Path) -> CaseResult:
     argv = [str(oomlab), "ingest", str(path), "--db", str(db), "--quiet"]
     seconds, peak_mb, status, output, killed = _measure(argv, 4 * target_seconds(raw), 2 * target_mb(raw))
     outcome = killed or _outcome(status, output, path)
-    passed = outcome == "read" and seconds <= target_seconds(raw) and peak_mb <= target_mb(raw)
+    expected = "refused" if case.refused else "read"
+    passed = outcome == expected and seconds <= target_seconds(raw) and peak_mb <= target_mb(raw)
     for f in files:  # the big inputs are not kept
         if f.stat().st_size > 64 * MIB:
             f.unlink()

@@ -227,13 +227,17 @@ def oomlab_executable(explicit: str | None = None) -> Path:
 
 
 def uncompressed_size(path: Path) -> int:
-    """The decompressed size of `path`, streamed (never held)."""
-    from oomlab.parse.compression import open_binary
+    """The decompressed size of `path`, streamed (never held); of a cut stream, what decompresses before the cut
+    (read whole chunks at a time, so at most one chunk less)."""
+    from oomlab.parse.compression import DECOMPRESSION_ERRORS, open_binary
 
     size = 0
     with open_binary(path) as stream:
-        while chunk := stream.read(16 * MIB):
-            size += len(chunk)
+        try:
+            while chunk := stream.read(16 * MIB):
+                size += len(chunk)
+        except (EOFError, *DECOMPRESSION_ERRORS):
+            pass
     return size
 
 

@@ -85,25 +85,32 @@ def __getattr__(name: str) -> object:
 
 @dataclass(frozen=True)
 class QueryResult:
-    """Column names and rows of a query."""
+    """Column names and rows of a query; `truncated` when the row limit left more unread."""
 
     columns: list[str]
     rows: list[tuple[object, ...]]
+    truncated: bool = False
 
 
-def query(db_path: str | Path, sql: str, params: list[object] | None = None) -> QueryResult:
+def query(
+    db_path: str | Path,
+    sql: str,
+    params: list[object] | None = None,
+    limit: int | None = None,
+    timeout: float | None = None,
+) -> QueryResult:
     """Run one SQL statement against the database, read-only in fact: no file outside it, no extension, no
-    setting can be reached (load.connection.lock_down)."""
+    setting can be reached (load.connection.lock_down); at most `limit` rows and `timeout` seconds (None: no
+    bound; `oomlab query` sets both, cli.options), stopped by Ctrl-C too (load.connection.run_bounded)."""
     import duckdb
 
-    from .load.connection import connect, lock_down
+    from .load.connection import connect, lock_down, run_bounded
 
     with connect(db_path, read_only=True) as con:
         lock_down(con)
         try:
-            cursor = con.execute(sql, params or [])
-            columns = [d[0] for d in cursor.description] if cursor.description else []
-            return QueryResult(columns, cursor.fetchall() if columns else [])
+            fetched = run_bounded(con, sql, params or [], limit, timeout)
+            return QueryResult(fetched.columns, fetched.rows, fetched.truncated)
         except duckdb.Error as exc:
             refused = isinstance(exc, duckdb.PermissionException) or "configuration has been locked" in str(exc)
             hint = "oomlab query reads the database only: no other file, extension or setting" if refused else None

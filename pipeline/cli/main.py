@@ -13,7 +13,15 @@ from click.core import ParameterSource
 
 from .. import __version__
 from ..errors import OomlabError, UsageError
-from .options import AGGREGATES_OPTION, DB_OPTION, FORMAT_OPTION, one_source, size_option
+from .options import (
+    AGGREGATES_OPTION,
+    DB_OPTION,
+    FORMAT_OPTION,
+    QUERY_ROW_LIMIT,
+    QUERY_TIMEOUT_S,
+    one_source,
+    size_option,
+)
 
 if TYPE_CHECKING:
     from ..fields import Field
@@ -179,12 +187,27 @@ def _check_tz(tz: str | None) -> str | None:
 @click.argument("sql")
 @DB_OPTION
 @FORMAT_OPTION
-def query(sql: str, db_path: str, fmt: str) -> None:
-    """Run a read-only SQL query against the database."""
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=QUERY_ROW_LIMIT,
+    show_default=True,
+    help="Return at most this many rows.",
+)
+@click.option("--all", "all_rows", is_flag=True, help="Return every row (no --limit).")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=QUERY_TIMEOUT_S,
+    show_default=True,
+    help="Stop the query after this many seconds.",
+)
+def query(sql: str, db_path: str, fmt: str, limit: int, all_rows: bool, timeout: float) -> None:
+    """Run a read-only SQL query against the database (bounded in rows and time; Ctrl-C stops it)."""
     from .. import api
     from .render import print_query_result
 
-    print_query_result(api.query(db_path, sql), fmt)
+    print_query_result(api.query(db_path, sql, limit=None if all_rows else limit, timeout=timeout), fmt)
 
 
 @cli.command()

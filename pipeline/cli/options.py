@@ -15,6 +15,13 @@ DB_OPTION = click.option(
     help="DuckDB file (env OOMLAB_DB).",
 )
 
+# The rows `oomlab query` returns unless asked for more (--limit, --all): a terminal shows a few hundred at most,
+# and a result that does not end (SELECT * FROM range(1e9)) must not fill the memory on its way to the screen.
+QUERY_ROW_LIMIT = 10_000
+# How long one query may run (--timeout): an analysis over a year of a large fleet takes seconds, so minutes are
+# a runaway join or an endless recursive CTE, which then stops rather than holding the machine.
+QUERY_TIMEOUT_S = 300.0
+
 FORMAT_OPTION = click.option(
     "--format",
     "fmt",

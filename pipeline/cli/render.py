@@ -56,7 +56,12 @@ def print_json(document: object) -> None:
 
 
 def print_query_result(result: QueryResult, fmt: str) -> None:
-    """A query result as a table, CSV or JSON (a list of objects) on stdout."""
+    """A query result as a table, CSV or JSON (a list of objects) on stdout; a result cut at its row limit says
+    so on stderr."""
+    if getattr(result, "truncated", False):
+        _stderr().print(
+            f"note: the first {len(result.rows):,} rows; more were left unread (--limit N or --all)", markup=False
+        )
     if fmt == "csv":
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(result.columns)

@@ -5,6 +5,8 @@ reads, such as `oomlab sources`, loads DuckDB and the SQL files and nothing of t
 from __future__ import annotations
 
 import os
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -188,3 +190,59 @@ _LOCKDOWN = (
 def lock_down(con: duckdb.DuckDBPyConnection) -> None:
     """Make a read-only connection read the database and nothing else, for the rest of its life."""
     con.execute("; ".join(_LOCKDOWN))  # in order, in one call: the lock comes last
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """What a bounded query returned: its columns, at most `limit` rows, and whether more were left unread."""
+
+    columns: list[str]
+    rows: list[tuple[object, ...]]
+    truncated: bool
+
+
+def run_bounded(
+    con: duckdb.DuckDBPyConnection,
+    sql: str,
+    params: list[object],
+    limit: int | None,
+    timeout: float | None,
+) -> Fetched:
+    """Run one statement with a bound on its rows (None: all; rows are fetched as DuckDB streams them, never more
+    than the limit plus one) and its time (None: none). It runs in a thread of
+    its own, so that Ctrl-C and the timeout interrupt DuckDB (which does not see the signal while it works) and
+    the one-line error says which stopped it."""
+    outcome: dict[str, object] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            cursor = con.execute(sql, params)
+            columns = [d[0] for d in cursor.description] if cursor.description else []
+            if not columns:
+                outcome["fetched"] = Fetched(columns, [], False)
+                return
+            rows = cursor.fetchall() if limit is None else cursor.fetchmany(limit + 1)
+            more = limit is not None and len(rows) > limit
+            outcome["fetched"] = Fetched(columns, rows[:limit] if more else rows, more)
+        except BaseException as exc:  # handed to the caller's thread, raised there
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    # Waited for through an event, not Thread.join: a join that Ctrl-C interrupts leaves the thread looking
+    # finished while it still runs (CPython's is_alive() then lies), and the connection would be closed under it.
+    threading.Thread(target=work, name="oomlab-query", daemon=True).start()
+    try:
+        finished = done.wait(timeout)
+    except KeyboardInterrupt:
+        con.interrupt()
+        done.wait()
+        raise DatabaseError("query stopped: interrupted (Ctrl-C)") from None
+    if not finished:
+        con.interrupt()
+        done.wait()
+        raise DatabaseError(f"query stopped after {timeout:g} s", hint="--timeout SECONDS gives it longer")
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome["fetched"]  # type: ignore[return-value]

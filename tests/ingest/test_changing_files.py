@@ -125,3 +125,31 @@ def test_a_clock_far_behind_the_data_drops_nothing_and_is_said_once(tmp_path, ca
         assert con.execute("SELECT count(*), count(*) FILTER (WHERE is_oom) FROM stg_requests").fetchone() == (101, 4)
     finally:
         con.close()
+
+
+def test_a_csv_of_100000_columns_is_refused_from_its_header(tmp_path):
+    """A request log names tens of fields; 100,004 columns once took 469 s and 2.4 GB before failing."""
+    columns = ["ts", "instance", "batch_size", "allocated_after", *(f"c{i}" for i in range(100_000))]
+    values = ["2026-11-30T01:00:00Z", "a", "4", "100", *("1" for _ in range(100_000))]
+    wide = tmp_path / "wide.csv"
+    wide.write_text(",".join(columns) + "\n" + ",".join(values) + "\n", encoding="utf-8")
+    (result,) = api.ingest(tmp_path / "w.duckdb", [str(wide)], IngestOptions()).results
+    assert result.status == FAILED
+    assert result.message == (
+        f"{wide}: line 1: the header names 100,004 columns: a request log has tens, and oomlab reads at most 2,048"
+    )
+
+
+def test_the_first_error_is_the_one_reported_when_the_rollback_fails_too(tmp_path, log, monkeypatch):
+    """A full disk mid-load, with the transaction already gone (DuckDB aborts it itself): the rollback that
+    follows fails as well, and the user reads "No space left on device", not "cannot rollback"."""
+    import errno
+    import os
+
+    def full(con, *args, **kwargs):
+        con.execute("ROLLBACK")  # the transaction is over: the error path's own ROLLBACK will fail
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(run, "_load_content", full)
+    (result,) = api.ingest(tmp_path / "full.duckdb", [str(log)], IngestOptions()).results
+    assert (result.status, result.message) == (FAILED, f"{log}: No space left on device")
