@@ -36,7 +36,7 @@ def ingest(
     from .ingest.ahead import start_first
     from .ingest.paths import expand_paths
 
-    files = expand_paths(paths)
+    files = expand_paths(paths, database=db_path)
     ahead = start_first(files, options.fields)
 
     from .ingest.run import ingest_files

@@ -30,7 +30,7 @@ class Ahead:
 
 def start_first(files: list[InputFile], fields: tuple[Field, ...]) -> Ahead | None:
     """Start the facts of the first file to ingest, when it can be read."""
-    if not files or files[0].error is not None:
+    if not files or files[0].error is not None or files[0].skip is not None:
         return None
     path = files[0].path
 

@@ -36,7 +36,8 @@ _WITHIN_BIGINT = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMAL
 # its row with the reason (`_unreadable_sql`), not an error that fails the file.
 _NUMERIC_CASTS = {
     "bytes": "try_cast(round({0}) AS BIGINT)",
-    "float": "CAST({0} AS DOUBLE)",
+    # NaN and the infinities are no latency or rate: NULL, so the row is a reject with its reason
+    "float": "CASE WHEN isfinite(CAST({0} AS DOUBLE)) THEN CAST({0} AS DOUBLE) END",
     "int": "oomlab_int({0})",
 }
 _TEXT_MACROS = {"int": "oomlab_int", "float": "oomlab_float", "bytes": "oomlab_bytes", "text": "oomlab_text"}
@@ -134,15 +135,14 @@ def _check_sql(field: Field, source: str, duck_type: str, converted: str, per_un
 
 
 def _converts_always(kind: str, duck_type: str, per_unit: int = 1) -> bool:
-    """Conversions that cannot fail: text, times the reader typed, numbers within BIGINT, doubles as floats. A
-    byte field in a unit can fail: its numbers are multiplied, and a large one leaves BIGINT."""
+    """Conversions that cannot fail: text, times the reader typed, integers within BIGINT. A byte field in a unit
+    can fail (its numbers are multiplied, and a large one leaves BIGINT), and so can a float (NaN, infinity)."""
     if kind == "bytes" and per_unit != 1:
         return False
     if kind == "text" or duck_type.startswith(("TIMESTAMP", "DATE")):
         return True
-    if duck_type.startswith(_WITHIN_BIGINT) and kind in ("int", "bytes", "float"):
-        return True
-    return kind == "float" and _is_numeric(duck_type)
+    # a float from a floating type can be NaN or infinite, which is a reject: only integers convert always
+    return duck_type.startswith(_WITHIN_BIGINT) and kind in ("int", "bytes", "float")
 
 
 def _unreadable_sql(field: Field, source: str, duck_type: str, converted: str, per_unit: int = 1) -> str:

@@ -16,12 +16,40 @@ class InputFile:
     path: str
     size: int = 0
     error: str | None = None
+    skip: str | None = None  # why it is passed over, said in the summary (the database being written, say)
 
 
-def expand_paths(paths: list[str]) -> list[InputFile]:
+# Beside a DuckDB database: its write-ahead log, and the temporary folder or file it spills to.
+_DATABASE_SIDECARS = ("", ".wal", ".tmp")
+
+
+def expand_paths(paths: list[str], database: str | Path | None = None) -> list[InputFile]:
     """Files under each path (directories recursively, sorted; dot files and folders skipped, since writers
-    such as `oomlab.capture` name half-written files so), with their sizes, or an error for unreadable ones."""
-    return [_sized(path, error) for path, error in _paths(paths)]
+    such as `oomlab.capture` name half-written files so), with their sizes, or an error for unreadable ones. The
+    `database` being written, its `.wal` and what is under its `.tmp` are passed over with the reason: a folder
+    holding logs and the database beside them must not feed the database into itself."""
+    own = _own_files(database)
+    return [
+        InputFile(path, skip=_OWN_REASON) if _is_own(path, own) else _sized(path, error)
+        for path, error in _paths(paths)
+    ]
+
+
+_OWN_REASON = "the database this ingest writes (or its write-ahead log or spill files): never an input"
+
+
+def _own_files(database: str | Path | None) -> tuple[str, ...]:
+    if database is None or str(database) == ":memory:":
+        return ()
+    base = os.path.realpath(database)
+    return tuple(base + suffix for suffix in _DATABASE_SIDECARS)
+
+
+def _is_own(path: str, own: tuple[str, ...]) -> bool:
+    if not own:
+        return False
+    real = os.path.realpath(path)
+    return real in own or real.startswith(own[-1] + os.sep)
 
 
 def total_bytes(files: list[InputFile]) -> int:

@@ -43,6 +43,9 @@ def ingest_files(
     if progress is not None and not progress.begin(total_bytes(files)):
         progress = None  # too little to follow: no polling thread either
     for file in files:
+        if file.skip:
+            report.results.append(SourceResult(file.path, SKIPPED, message=file.skip))
+            continue
         if file.error:
             report.results.append(SourceResult(file.path, FAILED, message=f"{file.path}: {file.error}"))
             continue

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import glob
+import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,8 +85,9 @@ def load_config(path: str | Path) -> WeeklyConfig:
         raise ConfigError(path, unknown[0], f"unknown key (known: {', '.join(sorted(TOP_KEYS))})")
     base = path.parent
 
-    def where(value: str) -> Path:
-        return Path(value) if Path(value).is_absolute() else base / value
+    def where(value: str, key: str) -> Path:
+        expanded = Path(_expanded(path, key, value))
+        return expanded if expanded.is_absolute() else base / expanded
 
     for key in ("database", "output"):
         if not isinstance(data.get(key), str) or not data[key]:
@@ -96,8 +99,8 @@ def load_config(path: str | Path) -> WeeklyConfig:
         raise ConfigError(path, "inputs", "must be an array of tables ([[inputs]])")
     return WeeklyConfig(
         path=path,
-        database=where(data["database"]),
-        output=where(data["output"]),
+        database=where(data["database"], "database"),
+        output=where(data["output"], "output"),
         inputs=tuple(_input(path, f"inputs[{n}]", entry, where) for n, entry in enumerate(inputs)),
         incidents=_int(path, "incidents", data.get("incidents", 3), minimum=0),
         alert_confidence=_confidence(path, data.get("alert_confidence", 0.7)),
@@ -115,7 +118,7 @@ def _input(path: Path, key: str, entry: dict[str, Any], where: Any) -> InputGrou
     raw = [raw] if isinstance(raw, str) else raw
     if not raw or not isinstance(raw, list) or not all(isinstance(p, str) and p for p in raw):
         raise ConfigError(path, f"{key}.paths", "required: a path or glob, or a list of them")
-    paths = tuple(str(where(p)) for p in raw)
+    paths = tuple(str(where(p, f"{key}.paths")) for p in raw)
     for pattern in paths:
         if not glob.has_magic(pattern) and not Path(pattern).exists():
             raise ConfigError(path, f"{key}.paths", f"{pattern} does not exist")
@@ -134,7 +137,7 @@ def _input(path: Path, key: str, entry: dict[str, Any], where: Any) -> InputGrou
         _check_tz(path, f"{key}.tz", _string(path, f"{key}.tz", tz))
     mapping = entry.get("mapping")
     if mapping is not None:
-        mapping = str(where(_string(path, f"{key}.mapping", mapping)))
+        mapping = str(where(_string(path, f"{key}.mapping", mapping), f"{key}.mapping"))
         if not Path(mapping).is_file():
             raise ConfigError(path, f"{key}.mapping", f"{mapping} is not a file")
     columns = entry.get("columns", [])
@@ -151,6 +154,22 @@ def _input(path: Path, key: str, entry: dict[str, Any], where: Any) -> InputGrou
         mapping=mapping,
         columns=tuple(c.strip() for c in columns if c.strip()),
     )
+
+
+_VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+
+
+def _expanded(path: Path, key: str, value: str) -> str:
+    """A path as a shell would read it: `~` is the home folder, `${VAR}` and `$VAR` the variable's value; a
+    variable that is not set is an error naming it (an empty one would silently point somewhere else)."""
+
+    def value_of(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        if name not in os.environ:
+            raise ConfigError(path, key, f"${{{name}}} is not set (in {value!r})")
+        return os.environ[name]
+
+    return os.path.expanduser(_VARIABLE.sub(value_of, value))
 
 
 def _string(path: Path, key: str, value: object) -> str:

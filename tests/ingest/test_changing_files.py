@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -153,3 +154,34 @@ def test_the_first_error_is_the_one_reported_when_the_rollback_fails_too(tmp_pat
     monkeypatch.setattr(run, "_load_content", full)
     (result,) = api.ingest(tmp_path / "full.duckdb", [str(log)], IngestOptions()).results
     assert (result.status, result.message) == (FAILED, f"{log}: No space left on device")
+
+
+def test_the_database_and_its_log_are_never_inputs(tmp_path):
+    """A folder holding the logs and the database beside them: a second ingest of the folder does not feed the
+    database (or its write-ahead log) into itself, and says so."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    shutil.copy(H200 / "serve_mixed" / "requests.jsonl.gz", folder / "requests.jsonl.gz")
+    db = folder / "oomlab.duckdb"
+    api.ingest(db, [str(folder)], IngestOptions())
+    (folder / "oomlab.duckdb.wal").write_bytes(b"")  # as a crash leaves it
+    results = {Path(r.path).name: r for r in api.ingest(db, [str(folder)], IngestOptions()).results}
+    for name in ("oomlab.duckdb", "oomlab.duckdb.wal"):
+        assert results[name].status == "skipped" and "the database this ingest writes" in results[name].message
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize("field", ["latency_ms", "allocated_after", "batch_size"])
+def test_nan_and_infinities_are_rejects_in_every_numeric_field(tmp_path, field, value):
+    """Python's json writes NaN and Infinity; no latency, size or count is either. The real serve_mixed rows, one
+    given the value: that row is a reject naming the field, the others load."""
+    rows = [
+        json.loads(line)
+        for line in gzip.decompress((H200 / "serve_mixed" / "requests.jsonl.gz").read_bytes()).splitlines()
+    ]
+    rows[5][field] = value
+    log = tmp_path / "odd.jsonl"
+    log.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    (result,) = api.ingest(tmp_path / "n.duckdb", [str(log)], IngestOptions()).results
+    assert (result.rows, result.rejects) == (100, 1)
+    assert result.reject_samples[0].startswith(f"{log}:6: {field}: {str(value).lower()} is not ")

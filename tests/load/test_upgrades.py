@@ -18,6 +18,15 @@ from conftest import DATA, H200
 OLD = DATA / "old_databases"
 
 
+def _counts(db, *queries: str) -> list[tuple]:
+    """The first row of each query, on a read-only connection."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return [con.execute(q).fetchone() for q in queries]
+    finally:
+        con.close()
+
+
 def _old(tmp_path, commit: str):
     db = tmp_path / f"{commit}.duckdb"
     db.write_bytes(gzip.decompress((OLD / f"{commit}.duckdb.gz").read_bytes()))
@@ -36,12 +45,8 @@ def test_an_earlier_releases_database_reads_and_takes_new_files(tmp_path, run_cl
     assert (top["kind"], top["subject"], top["impact"]) == ("leak", "model_version llama-mini-v2", 3.0)
     more = run_cli("ingest", H200 / "serve_mixed" / "requests.jsonl.gz", "--db", db, "--quiet")
     assert more.exit_code == 0, more.output
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        assert con.execute("SELECT count(*) FROM stg_requests").fetchone() == (148,)
-        assert con.execute("SELECT count(*) FROM stg_oom_events").fetchone() == (7,)
-    finally:
-        con.close()
+    counts = _counts(db, "SELECT count(*) FROM stg_requests", "SELECT count(*) FROM stg_oom_events")
+    assert counts == [(148,), (7,)]
 
 
 def test_a_newer_database_is_refused_untouched(tmp_path, run_cli):
@@ -66,12 +71,8 @@ def test_a_renamed_foundation_table_is_an_error_not_an_empty_table(tmp_path, run
     con.close()
     result = run_cli("sources", "--db", db)
     assert result.exit_code == 1 and "has no table requests: renamed or dropped outside oomlab" in result.stderr
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        assert con.execute("SELECT count(*) FROM requests_backup").fetchone() == (47,)
-        assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'requests'").fetchone() == (0,)
-    finally:
-        con.close()
+    kept = "SELECT count(*) FROM requests_backup"
+    assert _counts(db, kept, "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'requests'") == [(47,), (0,)]
 
 
 def test_a_changed_column_type_names_the_column(tmp_path, run_cli):
