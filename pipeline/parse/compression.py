@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import io
 import lzma
@@ -44,18 +45,43 @@ _MAGIC: dict[str, bytes] = {
 }
 
 
+# Text saved as UTF-16 with its byte-order mark (PowerShell's `>`, Notepad's "Unicode"): every reader takes it as
+# it takes a compressed file, through a stream that turns it into UTF-8 (`_Utf16ToUtf8`). Its ASCII markers sit
+# between NUL bytes, so read as it is it would hold no OOM message, no field name, nothing.
+UTF16 = "utf-16"
+# Each byte-order mark with the newline as that byte order writes it: a log has line ends, and a byte-order mark
+# alone is two bytes any binary file may start with (an FF FE followed by no UTF-16 newline is read as it is).
+_UTF16_NEWLINES = ((b"\xff\xfe", b"\n\x00"), (b"\xfe\xff", b"\x00\n"))
+# How much of a file's start is looked at for its compression and, for UTF-16, a line end.
+HEAD_BYTES = 64 << 10
+
+
 def detect_compression(head: bytes) -> str | None:
-    """The compression whose magic starts `head`, or None for an uncompressed file."""
+    """The compression whose magic starts `head` (or `utf-16` for UTF-16 text: its byte-order mark and a line end
+    in that byte order), or None for an uncompressed file."""
     for name, magic in _MAGIC.items():
         if head.startswith(magic):
             return name
+    for bom, newline in _UTF16_NEWLINES:
+        if head.startswith(bom) and _at_even_offset(head, newline):
+            return UTF16
     return None
+
+
+def _at_even_offset(head: bytes, pair: bytes) -> bool:
+    """Whether `pair` occurs at an even offset of `head` (where a UTF-16 code unit starts)."""
+    at = head.find(pair)
+    while at >= 0:
+        if at % 2 == 0:
+            return True
+        at = head.find(pair, at + 1)
+    return False
 
 
 def compression_of(path: str | Path) -> str | None:
     """The compression of the file at `path`, read from its first bytes."""
     with open(path, "rb") as handle:
-        return detect_compression(handle.read(8))
+        return detect_compression(handle.read(HEAD_BYTES))
 
 
 @contextmanager
@@ -63,7 +89,7 @@ def open_counted(path: str | Path) -> Iterator[tuple[BinaryIO, Callable[[], int]
     """A binary stream of the file's decompressed content, and a function giving how many of its stored bytes
     have been read so far (how far along a reader is, whatever the compression)."""
     with open(path, "rb") as raw:
-        kind = detect_compression(raw.read(8))
+        kind = detect_compression(raw.read(HEAD_BYTES))
         raw.seek(0)
         if kind is None:
             yield raw, raw.tell
@@ -72,6 +98,8 @@ def open_counted(path: str | Path) -> Iterator[tuple[BinaryIO, Callable[[], int]
             stream: BinaryIO = fast_gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
         elif kind == "xz":
             stream = lzma.LZMAFile(raw)  # type: ignore[assignment]  # noqa: SIM115 - closed below
+        elif kind == UTF16:
+            stream = io.BufferedReader(_Utf16ToUtf8(raw, close_raw=False), _CHUNK)
         else:
             stream = _zstd_reader(raw, close_raw=False)
         with stream:
@@ -87,6 +115,8 @@ def open_binary(path: str | Path) -> BinaryIO:
         return lzma.open(path, "rb")  # type: ignore[return-value]
     if kind == "zstd":
         return _zstd_reader(open(path, "rb"), close_raw=True)
+    if kind == UTF16:
+        return io.BufferedReader(_Utf16ToUtf8(open(path, "rb"), close_raw=True), _CHUNK)
     return open(path, "rb")
 
 
@@ -148,5 +178,35 @@ class _StrictZstd(io.RawIOBase):
 
     def close(self) -> None:
         if self._close_raw:
+            self._raw.close()
+        super().close()
+
+
+class _Utf16ToUtf8(io.RawIOBase):
+    """UTF-16 text (the byte-order mark says which end) read as UTF-8 bytes, a chunk at a time; a byte sequence
+    that is no UTF-16 raises UnicodeDecodeError, that file's one-line failure."""
+
+    def __init__(self, raw: BinaryIO, close_raw: bool) -> None:
+        super().__init__()
+        self._raw, self._close_raw = raw, close_raw
+        self._decoder = codecs.getincrementaldecoder("utf-16")()
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            chunk = self._raw.read(_CHUNK)
+            self._pending = self._decoder.decode(chunk, final=not chunk).encode("utf-8")
+            if not chunk:
+                break
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+    def close(self) -> None:
+        if self._close_raw and not self.closed:
             self._raw.close()
         super().close()

@@ -185,3 +185,26 @@ def test_nan_and_infinities_are_rejects_in_every_numeric_field(tmp_path, field, 
     (result,) = api.ingest(tmp_path / "n.duckdb", [str(log)], IngestOptions()).results
     assert (result.rows, result.rejects) == (100, 1)
     assert result.reject_samples[0].startswith(f"{log}:6: {field}: {str(value).lower()} is not ")
+
+
+@pytest.mark.parametrize(
+    "name", ["serve_leak/oom_messages.txt.gz", "serve_mixed/requests.jsonl.gz"], ids=["text log", "request log"]
+)
+def test_utf16_with_its_byte_order_mark_reads_as_its_utf8_original(tmp_path, name):
+    """The real capture files saved as UTF-16 (PowerShell's `>`): the same rows as the originals."""
+    text = gzip.decompress((H200 / name).read_bytes()).decode("utf-8")
+    wide = tmp_path / Path(name).name.removesuffix(".gz")
+    wide.write_text(text, encoding="utf-16")
+    assert wide.read_bytes()[:2] == b"\xff\xfe"
+
+    def rows(path, db):
+        api.ingest(db, [str(path)], IngestOptions(instance="gpu"))
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            table = "oom_events" if "messages" in name else "requests"
+            return con.execute(f"SELECT * EXCLUDE (source_id) FROM {table} ORDER BY line").fetchall()
+        finally:
+            con.close()
+
+    original = rows(H200 / name, tmp_path / "utf8.duckdb")
+    assert len(original) in (3, 101) and rows(wide, tmp_path / "utf16.duckdb") == original
