@@ -7,7 +7,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import DatabaseError, OomlabError
+from .errors import DatabaseError, OomlabError, UsageError
 
 # The library behind each function is imported inside it: `oomlab ingest` starts hashing its first file
 # before DuckDB, polars and pyarrow load, `oomlab --help` loads none of them, and `oomlab sources` only DuckDB
@@ -268,9 +268,16 @@ def inspect_snapshot(
     device_total_bytes: int | None = None,
 ) -> dict[str, Any]:
     """`oomlab snapshot inspect`: one snapshot explained without a database (the stable JSON-ready dict); given
-    several of one process, the newest, with the growth across them."""
+    several of one process, the newest, with the growth across them. A size no allocation or card can have (not
+    positive, or beyond CARD_MAX_BYTES, the largest card there is) is a UsageError."""
     from .analyses.snapshot.inspect import inspect_snapshot as inspect
+    from .load.settings import CARD_MAX_BYTES
+    from .units import format_bytes
 
+    for option, size in (("--request", requested_bytes), ("--device-total", device_total_bytes)):
+        if size is not None and not 0 < size <= CARD_MAX_BYTES:
+            largest = format_bytes(CARD_MAX_BYTES)
+            raise UsageError(f"{option} {size:,} bytes: no allocation or card is that size (1 B to {largest})")
     return inspect(paths, requested_bytes, top=top, device_total_bytes=device_total_bytes)
 
 
