@@ -296,6 +296,7 @@ def robust_jsonl_stage(
     # first, Python's json the last), so the row is a reject naming the key rather than a silent pick.
     guard = (
         "CASE WHEN j IS NULL THEN 'invalid JSON' WHEN left(ltrim(raw), 1) <> '{' THEN 'not a JSON object' "
+        "WHEN list_contains(k, '') THEN 'the key \"\" is empty: a field without a name' "
         "WHEN len(k) <> len(list_distinct(k)) THEN 'the key ' || "
         "to_json(list_filter(k, lambda x: len(list_filter(k, lambda y: y = x)) > 1)[1]) || "
         "' is given twice: which value is meant is unknown' END"
@@ -345,7 +346,7 @@ def _json_children(
         f"SELECT key, bool_or(json_type(raw, {_sql_string(at)} || '.' || to_json(key)) = 'OBJECT'), "
         f"bool_or(json_type(raw, {_sql_string(at)} || '.' || to_json(key)) <> 'OBJECT') "
         f"FROM (SELECT line, raw, unnest(try(json_keys(raw, {_sql_string(at)}))) AS key FROM {lines}) "
-        "GROUP BY key ORDER BY min(line)"
+        "WHERE key <> '' GROUP BY key ORDER BY min(line)"  # an empty key has no path: its row is a reject
     )
     return [(str(k), bool(o), bool(v)) for k, o, v in con.execute(query, params).fetchall()]
 

@@ -208,3 +208,18 @@ def test_utf16_with_its_byte_order_mark_reads_as_its_utf8_original(tmp_path, nam
 
     original = rows(H200 / name, tmp_path / "utf8.duckdb")
     assert len(original) in (3, 101) and rows(wide, tmp_path / "utf16.duckdb") == original
+
+
+def test_an_empty_key_is_one_reject(tmp_path):
+    """`{"": 5}` in one of the real serve_mixed rows: that row is a reject saying why, the other 100 load (the
+    whole file failed on the JSON path of a key without a name)."""
+    rows = [
+        json.loads(line)
+        for line in gzip.decompress((H200 / "serve_mixed" / "requests.jsonl.gz").read_bytes()).splitlines()
+    ]
+    rows[2][""] = 5
+    log = tmp_path / "empty-key.jsonl"
+    log.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    (result,) = api.ingest(tmp_path / "e.duckdb", [str(log)], IngestOptions()).results
+    assert (result.status, result.rows, result.rejects) == (INGESTED, 100, 1)
+    assert result.reject_samples[0].startswith(f'{log}:3: the key "" is empty: a field without a name')
