@@ -138,11 +138,6 @@ _SOURCES_COMMENT = (
 )
 
 
-def _stored_fingerprint(con: duckdb.DuckDBPyConnection) -> str | None:
-    rows = con.execute(_SOURCES_COMMENT).fetchall()
-    return rows[0][0] if rows else None
-
-
 def schema_outdated(con: duckdb.DuckDBPyConnection) -> bool:
     """True for an oomlab database (it has `sources`) whose schema is not this version's: one created by an
     earlier version, whose views and macros name other objects, or none of this version's new ones. One

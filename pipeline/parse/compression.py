@@ -78,10 +78,19 @@ def _at_even_offset(head: bytes, pair: bytes) -> bool:
     return False
 
 
+def _head(handle: BinaryIO) -> bytes:
+    """The bytes `detect_compression` needs: the 8 of a magic number, and more (up to HEAD_BYTES) only when they
+    start with a UTF-16 byte-order mark, whose line end must be looked for (every file's kind asks this)."""
+    head = handle.read(8)
+    if head.startswith(tuple(bom for bom, _ in _UTF16_NEWLINES)):
+        head += handle.read(HEAD_BYTES - len(head))
+    return head
+
+
 def compression_of(path: str | Path) -> str | None:
     """The compression of the file at `path`, read from its first bytes."""
     with open(path, "rb") as handle:
-        return detect_compression(handle.read(HEAD_BYTES))
+        return detect_compression(_head(handle))
 
 
 @contextmanager
@@ -89,7 +98,7 @@ def open_counted(path: str | Path) -> Iterator[tuple[BinaryIO, Callable[[], int]
     """A binary stream of the file's decompressed content, and a function giving how many of its stored bytes
     have been read so far (how far along a reader is, whatever the compression)."""
     with open(path, "rb") as raw:
-        kind = detect_compression(raw.read(HEAD_BYTES))
+        kind = detect_compression(_head(raw))
         raw.seek(0)
         if kind is None:
             yield raw, raw.tell

@@ -33,6 +33,15 @@ def _old(tmp_path, commit: str):
     return db
 
 
+def _altered(tmp_path, statement: str):
+    """7cce5a5's database with `statement` run on it by hand (outside oomlab)."""
+    db = _old(tmp_path, "7cce5a5")
+    con = duckdb.connect(str(db))
+    con.execute(statement)
+    con.close()
+    return db
+
+
 @pytest.mark.parametrize("commit", ["bcc0507", "7cce5a5"])
 def test_an_earlier_releases_database_reads_and_takes_new_files(tmp_path, run_cli, commit):
     db = _old(tmp_path, commit)
@@ -65,10 +74,7 @@ def test_a_newer_database_is_refused_untouched(tmp_path, run_cli):
 
 
 def test_a_renamed_foundation_table_is_an_error_not_an_empty_table(tmp_path, run_cli):
-    db = _old(tmp_path, "7cce5a5")
-    con = duckdb.connect(str(db))
-    con.execute("ALTER TABLE requests RENAME TO requests_backup")
-    con.close()
+    db = _altered(tmp_path, "ALTER TABLE requests RENAME TO requests_backup")
     result = run_cli("sources", "--db", db)
     assert result.exit_code == 1 and "has no table requests: renamed or dropped outside oomlab" in result.stderr
     kept = "SELECT count(*) FROM requests_backup"
@@ -76,9 +82,6 @@ def test_a_renamed_foundation_table_is_an_error_not_an_empty_table(tmp_path, run
 
 
 def test_a_changed_column_type_names_the_column(tmp_path, run_cli):
-    db = _old(tmp_path, "7cce5a5")
-    con = duckdb.connect(str(db))
-    con.execute("ALTER TABLE rejects ALTER COLUMN line TYPE VARCHAR")
-    con.close()
+    db = _altered(tmp_path, "ALTER TABLE rejects ALTER COLUMN line TYPE VARCHAR")
     result = run_cli("sources", "--db", db)
     assert result.exit_code == 1 and "rejects.line is VARCHAR in the database" in result.stderr
