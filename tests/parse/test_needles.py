@@ -16,6 +16,7 @@ from oomlab.parse.allocator import SUMMARY_FINDER
 from oomlab.parse.oom.message import OOM_MARKERS
 from oomlab.parse.telemetry.startup import FINDER as STARTUP_FINDER
 from oomlab.parse.text import needles, textscan
+from oomlab.parse.text.fileview import FileView
 from oomlab.parse.text.ripgrep import ripgrep_binary
 
 from conftest import H200
@@ -98,9 +99,8 @@ def marked_with(path: Path, finders: list[textscan.MarkerFinder], chosen: needle
     assert binary is not None
     readers = textscan._Readers(finders)
     search = textscan.RipgrepSearch(binary, path, chosen.texts)
-    mapped = textscan._map(path)
-    assert mapped is not None
-    windows = list(textscan._windows_of(mapped, textscan._MarkedLines(mapped, chosen, readers), search))
+    view = FileView(path)
+    windows = list(textscan._windows_of(textscan._Started(view, textscan._MarkedLines(view, chosen, readers), search)))
     path.unlink()
     return [[n for w in windows for _, n in w.marked(f)] for f in finders]
 

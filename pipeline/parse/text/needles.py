@@ -116,7 +116,7 @@ def _offsets(marker: bytes, text: bytes) -> list[int]:
 def _sample(buf: Buffer) -> bytes:
     """SAMPLE_PIECES pieces spread evenly over the log, joined by newlines (a short log whole)."""
     if len(buf) <= SAMPLE_PIECES * SAMPLE_PIECE_BYTES:
-        return bytes(buf)
+        return bytes(buf[:])
     step = (len(buf) - SAMPLE_PIECE_BYTES) // (SAMPLE_PIECES - 1)
     return b"\n".join(bytes(buf[i * step : i * step + SAMPLE_PIECE_BYTES]) for i in range(SAMPLE_PIECES))
 

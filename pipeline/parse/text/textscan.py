@@ -3,8 +3,9 @@ their line numbers.
 
 A plain file is searched by ripgrep (`parse/ripgrep.py`): one pass in a process of its own, for short
 `needles` that every marker holds, that numbers the lines as well, read as it goes; each hit is checked back
-to the markers in place, and Python reads the marked lines from a memory map. Without rg, and
-for compressed logs (decompressed into buffers), the search runs in-process: the log is cut into segments,
+to the markers in place, and Python reads the windows around them with pread (`fileview`: never a memory
+map, which a log truncated under the read turns into SIGBUS). Without rg, and for compressed logs, the log is
+read (decompressed) into buffers and searched in-process: it is cut into segments,
 each split at line ends into ~32 KiB blocks that one polars query searches (`textsearch`, Rust, GIL
 released), and the lines that hold a marker are numbered by counting newlines with numpy; while the caller
 works on a segment, polars searches the next on a thread of its own. Either way every reader's markers are
@@ -14,7 +15,6 @@ searched at once, so a log is read once whoever reads it.
 from __future__ import annotations
 
 import contextlib
-import mmap
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..compression import compression_of, open_counted
 from ..facts import count_newlines
+from .fileview import FileView
 from .needles import Needles, needles_for
 from .ripgrep import Hit, RipgrepSearch, ripgrep_binary
 
@@ -43,7 +44,7 @@ _MAX_LINE = 64 << 20  # a compressed log's line longer than this is searched in 
 LINE_TEXT_BYTES = 64 << 10
 _LINE_HEAD_BYTES = 1 << 10
 
-Buffer = Any  # bytes, bytearray or mmap.mmap: the buffer protocol plus find/rfind
+Buffer = Any  # bytes, bytearray or FileView: slicing plus find/rfind
 Mark = tuple[int, int]  # a line that holds a marker: its start in the window's buffer, its 1-based line number
 
 
@@ -177,38 +178,6 @@ def _numbered(buf: Buffer, starts: Sequence[int], lo: int, line: int) -> tuple[l
     return marks, pos, line
 
 
-def _mapped_windows(path: Path, segment: int) -> Iterator[Window]:
-    """Segments of a memory-mapped plain file.
-
-    `iter_windows` unmaps the pages of segments already dealt with (see `_release`).
-    """
-    mapped = _map(path)
-    if mapped is None:
-        return
-    lo, size = 0, len(mapped)
-    while lo < size:
-        end = mapped.find(b"\n", min(lo + segment, size), min(lo + _MAX_SEGMENT, size))
-        hi = size if end < 0 else end + 1
-        yield Window(mapped, 0, lo, hi, progress=hi / size)
-        lo = hi
-
-
-def _map(path: Path) -> mmap.mmap | None:
-    """The file memory-mapped for reading; None when it is empty (an empty file cannot be mapped)."""
-    with open(path, "rb") as handle:
-        if handle.seek(0, 2) == 0:
-            return None
-        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-
-
-def _release(buf: Buffer, upto: int) -> None:
-    """Unmap the pages of a memory-mapped log before `upto` (less a MiB that a message may look back
-    into), so resident memory stays at a few segments whatever the file size; the page cache keeps them."""
-    upto -= (1 << 20) + upto % mmap.PAGESIZE
-    if isinstance(buf, mmap.mmap) and upto > 0 and hasattr(mmap, "MADV_DONTNEED"):
-        buf.madvise(mmap.MADV_DONTNEED, 0, upto)
-
-
 def _read_full(stream: Any, size: int) -> bytes:
     """Up to `size` bytes from `stream`, fewer only at its end (zstd readers return short reads)."""
     parts, got = [], 0
@@ -278,12 +247,10 @@ def iter_windows(
     binary = ripgrep_binary() if plain else None
     searched = _ripgrep_windows(path, readers, binary) if binary is not None else None
     if searched is not None:
-        for window in searched:
-            yield window
-            _release(window.buf, window.lo)
+        yield from searched
         return
     segment = max(1, segment)
-    raw = _mapped_windows(path, segment) if plain else _stream_windows(path, segment, LOOKAHEAD_BYTES)
+    raw = _stream_windows(path, segment, LOOKAHEAD_BYTES)
     line, pending = 1, None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="oomlab-scan") as pool:
         try:
@@ -292,7 +259,6 @@ def iter_windows(
                 if pending is not None:
                     done, line = readers.marked(*pending, line)
                     yield done
-                    _release(done.buf, done.lo)
                 pending = started
             if pending is not None:
                 done, line = readers.marked(*pending, line)
@@ -329,9 +295,9 @@ class _Readers:
 
 @dataclass(frozen=True)
 class _Started:
-    """rg under way on a memory-mapped plain log."""
+    """rg under way on a plain log."""
 
-    mapped: mmap.mmap
+    view: FileView
     lines: _MarkedLines
     search: RipgrepSearch
 
@@ -356,6 +322,7 @@ def drop_searches_ahead() -> None:
     while _AHEAD:
         _, started = _AHEAD.popitem()
         started.search.close()
+        started.view.close()
 
 
 def _ahead_key(path: Path, readers: _Readers) -> tuple[object, ...]:
@@ -365,18 +332,19 @@ def _ahead_key(path: Path, readers: _Readers) -> tuple[object, ...]:
 
 
 def _start_ripgrep(path: Path, readers: _Readers, binary: str) -> _Started | None:
-    """rg started on the memory-mapped file; None when the file is empty or this rg cannot run here (another
-    platform's binary)."""
-    mapped = _map(path)
-    if mapped is None:
+    """rg started on the file; None when the file is empty or this rg cannot run here (another platform's
+    binary)."""
+    view = FileView(path)
+    if len(view) == 0:
+        view.close()
         return None
-    needles = needles_for([f.markers for f in readers.finders], readers.union.needed, mapped)
+    needles = needles_for([f.markers for f in readers.finders], readers.union.needed, view)
     try:
         search = RipgrepSearch(binary, path, needles.texts)
     except OSError:
-        mapped.close()
+        view.close()
         return None
-    return _Started(mapped, _MarkedLines(mapped, needles, readers), search)
+    return _Started(view, _MarkedLines(view, needles, readers), search)
 
 
 def _ripgrep_windows(path: Path, readers: _Readers, binary: str) -> Iterator[Window] | None:
@@ -387,27 +355,48 @@ def _ripgrep_windows(path: Path, readers: _Readers, binary: str) -> Iterator[Win
     started = _AHEAD.pop(_ahead_key(path, readers), None) or _start_ripgrep(path, readers, binary)
     if started is None:
         return None
-    return _windows_of(started.mapped, started.lines, started.search)
+    return _windows_of(started)
 
 
-def _windows_of(mapped: mmap.mmap, lines: _MarkedLines, search: RipgrepSearch) -> Iterator[Window]:
-    """Windows of a memory-mapped plain file, one per batch of rg's output: each reaches from where the one
-    before ended to the start of the batch's last line (rg may report more of that line in its next batch),
-    and the last to the end of the file, so together they cover the log and a reader searching a window
-    itself (`Window.marked`) numbers its lines right."""
+def _windows_of(started: _Started) -> Iterator[Window]:
+    """Windows of a plain file, one run per batch of rg's output: each reaches from where the one before
+    ended to the start of the batch's last line (rg may report more of that line in its next batch), and the
+    last to the end of the file, so together they cover the log and a reader searching a window itself
+    (`Window.marked`) numbers its lines right."""
+    view, lines, search = started.view, started.lines, started.search
     lo, line = 0, 1
-    with contextlib.closing(search):
+    with contextlib.closing(view), contextlib.closing(search):
         for batch in search:
-            # A log still being written may have grown since it was mapped: rg's hits past the map are
+            # A log still being written may have grown since it was opened: rg's hits past the view are
             # left for the next ingest (the file's hash will have changed by then).
-            lines.add(hit for hit in batch if hit[0] < len(mapped))
+            lines.add(hit for hit in batch if hit[0] < len(view))
             if lines.open_start > lo:
                 hi = lines.open_start
-                yield Window(mapped, 0, lo, hi, line, lines.take(), hi / len(mapped))
+                yield from _read_windows(view, lo, hi, line, lines.take(), hi)
                 lo, line = hi, lines.open_number
-    lines.close()
-    if lo < len(mapped):
-        yield Window(mapped, 0, lo, len(mapped), line, lines.take(), 1.0)
+        lines.close()
+        if lo < len(view):
+            yield from _read_windows(view, lo, len(view), line, lines.take(), len(view))
+
+
+def _read_windows(
+    view: FileView, lo: int, hi: int, line: int, found: Mapping[tuple[bytes, ...], tuple[Mark, ...]], done: int
+) -> Iterator[Window]:
+    """[lo, hi) of the file (line `lo` numbered `line`, `found` its marks by file offset) as windows of bytes
+    read from it, at most SEGMENT_BYTES each (cut at line ends but inside a line longer than _MAX_LINE), each
+    with LOOKAHEAD_BYTES on both sides for messages that reach past it. `done` of the file is read once they
+    are dealt with."""
+    while lo < hi:
+        cut = view.find(b"\n", min(lo + SEGMENT_BYTES, hi), min(lo + SEGMENT_BYTES + _MAX_LINE, hi))
+        upto = cut + 1 if cut >= 0 else min(hi, lo + SEGMENT_BYTES + _MAX_LINE)
+        base = max(0, lo - LOOKAHEAD_BYTES)
+        buf = view.read(base, upto + LOOKAHEAD_BYTES)
+        if len(buf) < upto - base:  # the file shrank under the read: the rest is not there to scan
+            return
+        marks = {key: tuple((at - base, n) for at, n in ms if lo <= at < upto) for key, ms in found.items()}
+        yield Window(buf, base, lo - base, upto - base, line, marks, (upto if upto < hi else done) / len(view))
+        line += count_newlines(buf, lo - base, upto - base)
+        lo = upto
 
 
 class _MarkedLines:
