@@ -7,7 +7,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import DatabaseError, OomlabError, UsageError
+from .errors import DatabaseError, OomlabError, UsageError, resource_error
 
 # The library behind each function is imported inside it: `oomlab ingest` starts hashing its first file
 # before DuckDB, polars and pyarrow load, `oomlab --help` loads none of them, and `oomlab sources` only DuckDB
@@ -112,6 +112,9 @@ def query(
             fetched = run_bounded(con, sql, params or [], limit, timeout)
             return QueryResult(fetched.columns, fetched.rows, fetched.truncated)
         except duckdb.Error as exc:
+            said = resource_error(exc)
+            if said is not None:
+                raise said from exc
             refused = isinstance(exc, duckdb.PermissionException) or "configuration has been locked" in str(exc)
             hint = "oomlab query reads the database only: no other file, extension or setting" if refused else None
             raise DatabaseError(f"query failed: {str(exc).splitlines()[0]}", hint=hint) from exc

@@ -68,3 +68,27 @@ class FastPathRefused(Exception):
     back and calls again with `robust=True`. Defined here so that ingest/run.py catches it without loading
     the request-log modules for every kind of file.
     """
+
+
+# What DuckDB says when a limit of the machine stops it, by the start of its message (its exceptions are matched by
+# name: this module loads nothing, and the command line imports it before DuckDB).
+_MEMORY_HINT = (
+    "raise OOMLAB_MEMORY_LIMIT (a DuckDB size such as 12GB; the default is a quarter of this machine's memory), "
+    "or run on a machine with more memory"
+)
+_SPILL_HINT = "free space where the database lives (DuckDB spills beside it, in DB.tmp/) or move the database"
+
+
+def resource_error(exc: BaseException) -> OomlabError | None:
+    """A limit of the machine that stopped DuckDB or Python (memory, spill space, a full disk) as one line that says
+    which and how to get past it; None for any other exception (a bug: its traceback is the report)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    name = type(exc).__name__
+    said = text.removeprefix("Out of Memory Error: ")
+    if name == "OutOfMemoryException" and "offload" in text:  # the buffer pool is full and so is the spill space
+        return OomlabError(f"DuckDB ran out of memory and of spill space: {said}", hint=_SPILL_HINT)
+    if name == "OutOfMemoryException" or isinstance(exc, MemoryError):
+        return OomlabError(f"out of memory: {said}", hint=_MEMORY_HINT)
+    if (isinstance(exc, OSError) and exc.errno == 28) or "No space left on device" in text:  # ENOSPC
+        return OomlabError(f"the disk is full: {text}", hint=_SPILL_HINT)
+    return None

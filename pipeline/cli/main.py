@@ -12,7 +12,7 @@ import click
 from click.core import ParameterSource
 
 from .. import __version__
-from ..errors import OomlabError, UsageError
+from ..errors import OomlabError, UsageError, resource_error
 from .options import (
     AGGREGATES_OPTION,
     DB_OPTION,
@@ -40,6 +40,11 @@ class OomlabGroup(click.Group):
             if (ctx.obj or {}).get("debug"):
                 raise
             raise click.ClickException(exc.message) from exc
+        except Exception as exc:  # a limit of the machine (memory, disk) is one line too; anything else a traceback
+            said = resource_error(exc)
+            if said is None or (ctx.obj or {}).get("debug"):
+                raise
+            raise click.ClickException(said.message) from exc
 
 
 @click.group(cls=OomlabGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 
 from ..config import IngestOptions
-from ..errors import FastPathRefused, InputError, OomlabError
+from ..errors import FastPathRefused, InputError, OomlabError, resource_error
 from ..load import tables as load
 from ..load.settings import MAX_RECORD_BYTES
 from ..load.sql import bind, run_file, sql_text
@@ -74,7 +74,7 @@ def _load_rows(
             return _load_fast(con, fast_reader, labels, options, facts, kind)
         except duckdb.Error as exc:
             if robust_stage is None:
-                raise InputError(str(path), f"cannot read as {kind}: {str(exc).splitlines()[0]}") from exc
+                raise _read_error(path, kind, exc) from exc
             raise FastPathRefused from exc
     try:
         stage = robust_stage(con)
@@ -83,8 +83,17 @@ def _load_rows(
         rows = _insert(con, "insert_requests", staged, labels)
         rejects = _insert(con, "insert_stage_rejects", staged, labels)
     except duckdb.Error as exc:
-        raise InputError(str(path), f"cannot read as {kind}: {str(exc).splitlines()[0]}") from exc
+        raise _read_error(path, kind, exc) from exc
     return rows, rejects + load.insert_rejects(con, int(labels["source_id"]), stage.rejects)  # type: ignore
+
+
+def _read_error(path: Path, kind: str, exc: duckdb.Error) -> InputError:
+    """The file's one-line error: DuckDB's reason, or the limit of the machine it met (memory, spill space) and
+    how to lift it, which is no fault of the file's."""
+    limit = resource_error(exc)
+    if limit is not None:
+        return InputError(str(path), limit.reason, hint=limit.hint)
+    return InputError(str(path), f"cannot read as {kind}: {str(exc).splitlines()[0]}")
 
 
 def _load_fast(

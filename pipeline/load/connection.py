@@ -25,9 +25,8 @@ def connect(db_path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyC
     db_path = str(db_path)
     if read_only and not Path(db_path).exists():
         raise DatabaseError(f"no database at {db_path}", hint="run `oomlab ingest` first or pass --db")
-    if not read_only and db_path != ":memory:" and not Path(db_path).exists():
-        _copy_template(db_path)
-    con = _open(db_path, read_only)
+    creating = not read_only and db_path != ":memory:" and not Path(db_path).exists()
+    con = _create(db_path) if creating else _open(db_path, read_only)
     try:
         if not read_only:
             apply_schema(con)
@@ -41,18 +40,33 @@ def connect(db_path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyC
     return con
 
 
-def _copy_template(db_path: str) -> None:
+def _create(db_path: str) -> duckdb.DuckDBPyConnection:
+    """A new database, opened: copied from the cached template, or, where that copy does not open as a database
+    (a template damaged in the cache: cut short, overwritten), created in place after the damaged template is
+    deleted, so that the next new database builds it afresh. The error is never the new file's."""
+    template = _copy_template(db_path)
+    try:
+        return _open(db_path, read_only=False)
+    except DatabaseError:
+        if template is None:
+            raise
+    for path in (template, Path(db_path), Path(f"{db_path}.wal")):
+        path.unlink(missing_ok=True)
+    return _open(db_path, read_only=False)
+
+
+def _copy_template(db_path: str) -> Path | None:
     """Start a new database as a copy of an empty one with this version's schema, kept in the user's cache.
 
     Creating the schema's 80-odd tables, macros and views takes DuckDB 0.25-0.28 s; copying the 0.5 MB file it
     makes takes 0.03 s, and every new database (a test, a bench run, a first ingest) starts the same way. The
     template is named for the DuckDB version and the schema's fingerprint, so a change to either makes a new
     one; `apply_schema` checks the copy like any database. Where no cache can be written, the schema is created
-    in place as before.
+    in place as before. Returns the template copied, None where none was.
     """
     template = _template_path()
     if template is None:
-        return
+        return None
     try:
         if not template.exists():
             _build_template(template)
@@ -60,9 +74,11 @@ def _copy_template(db_path: str) -> None:
             while chunk := source.read(1 << 20):
                 target.write(chunk)
     except FileExistsError:
-        return  # another process created the database meanwhile: open it as it is
+        return None  # another process created the database meanwhile: open it as it is
     except (OSError, duckdb.Error, DatabaseError):
         Path(db_path).unlink(missing_ok=True)  # a partial copy: create the schema in place (its error, if any)
+        return None
+    return template
 
 
 def _template_path() -> Path | None:
@@ -114,15 +130,50 @@ def bare_session() -> duckdb.DuckDBPyConnection:
 
 def _open(db_path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with the session settings every stage expects."""
+    _refuse_foreign(db_path)
     try:
         con = duckdb.connect(db_path, read_only=read_only)
-    except duckdb.IOException as exc:
-        if "lock" in str(exc).lower():
+    except duckdb.Error as exc:  # a lock held, or a file DuckDB cannot read (corrupt, cut short, a newer format)
+        if isinstance(exc, duckdb.IOException) and "lock" in str(exc).lower():
             raise DatabaseBusyError(db_path) from exc
-        raise DatabaseError(f"cannot open database {db_path}: {exc}") from exc
+        reason = str(exc).splitlines()[0]
+        hint = "restore a copy, or ingest the logs again into a new --db" if "corrupt" in reason.lower() else None
+        raise DatabaseError(f"cannot open database {db_path}: {reason}", hint=hint) from exc
     _limit_memory(con, db_path)
     con.execute(_SESSION)
     return con
+
+
+# A DuckDB file carries "DUCK" 8 bytes in (after its header's checksum); what other engines' files start with, to
+# say which it is. DuckDB itself would try to read any file given (and its sqlite extension, once loaded, another
+# engine's too), so a mistyped --db is refused on these bytes before DuckDB touches it.
+_DUCKDB_MAGIC = (8, b"DUCK")
+_FOREIGN_MAGIC = {
+    b"SQLite format 3\x00": "a SQLite database",
+    b"PAR1": "a Parquet file",
+    b"ARROW1": "an Arrow file",
+    b"\x1f\x8b": "a gzip file",
+    b"PK\x03\x04": "a zip file",
+}
+
+
+def _refuse_foreign(db_path: str) -> None:
+    """DatabaseError unless the file at `db_path` is missing, empty or a DuckDB database (by its first bytes)."""
+    try:
+        with open(db_path, "rb") as handle:
+            head = handle.read(16)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return  # nothing there (DuckDB creates it) or a name DuckDB reports itself (":memory:", a folder)
+    except OSError as exc:
+        raise DatabaseError(f"cannot open database {db_path}: {exc.strerror or exc}") from exc
+    at, magic = _DUCKDB_MAGIC
+    if not head or head[at : at + len(magic)] == magic:
+        return
+    kind = next((f"{name}, " for start, name in _FOREIGN_MAGIC.items() if head.startswith(start)), "")
+    raise DatabaseError(
+        f"{db_path} is {kind}not a DuckDB database",
+        hint="pass --db the DuckDB file oomlab ingest wrote, or a new path to start one",
+    )
 
 
 MEMORY_LIMIT_ENV = "OOMLAB_MEMORY_LIMIT"
