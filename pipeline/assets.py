@@ -1,10 +1,12 @@
 """oomlab's own files on disk: the folders it ships (SQL, report templates, sample logs), found in a wheel or a
-checkout alike, and the one way it writes a file it makes (`write_atomic`)."""
+checkout alike, the one way it writes a file it makes (`write_atomic`), and the one folder its temporary files
+live in (`scratch_dir`)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -58,3 +60,47 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+_RUN_PREFIX = "oomlab-run-"
+_scratch: Path | None = None
+
+
+def scratch_dir() -> Path:
+    """This process's one folder for temporary files (decompressed copies, archive members, scratch databases),
+    under the system's temp folder (TMPDIR), made at first use. The command line removes it at exit and on
+    SIGTERM (`remove_scratch`); the folders of earlier runs that were killed outright (their process is gone)
+    are removed when the next run makes its own."""
+    global _scratch
+    if _scratch is None or not _scratch.is_dir():
+        base = Path(tempfile.gettempdir())
+        _remove_stale_scratch(base)
+        _scratch = Path(tempfile.mkdtemp(prefix=f"{_RUN_PREFIX}{os.getpid()}-", dir=base))
+    return _scratch
+
+
+def remove_scratch() -> None:
+    """Remove this process's scratch folder, if it made one."""
+    global _scratch
+    if _scratch is not None:
+        shutil.rmtree(_scratch, ignore_errors=True)
+        _scratch = None
+
+
+def _remove_stale_scratch(base: Path) -> None:
+    with contextlib.suppress(OSError):
+        for folder in base.glob(f"{_RUN_PREFIX}*"):
+            pid = folder.name[len(_RUN_PREFIX) :].split("-", 1)[0]
+            if pid.isdigit() and not _alive(int(pid)):
+                shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this pid runs (one of another user's counts: its folder is not ours to remove)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True

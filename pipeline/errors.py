@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+
+# Set when the process is asked to stop (SIGTERM; the command line's handler). The handler's own exception may
+# land inside a DuckDB call, which turns it into that statement's error: a loop over files checks this between
+# files (`stop_if_asked`) so a stop never reads as one file's failure followed by the rest of the run.
+STOP_ASKED = threading.Event()
+STOP_EXIT_CODE = 143  # 128 + SIGTERM, what a shell reports for a process ended by it
+
 
 class OomlabError(Exception):
     """Base of every error oomlab reports to a user; `hint` says how to fix it."""
@@ -92,3 +100,9 @@ def resource_error(exc: BaseException) -> OomlabError | None:
     if (isinstance(exc, OSError) and exc.errno == 28) or "No space left on device" in text:  # ENOSPC
         return OomlabError(f"the disk is full: {text}", hint=_SPILL_HINT)
     return None
+
+
+def stop_if_asked() -> None:
+    """End the run (SystemExit 143) if a stop was asked for since it started."""
+    if STOP_ASKED.is_set():
+        raise SystemExit(STOP_EXIT_CODE)

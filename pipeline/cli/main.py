@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -12,7 +13,8 @@ import click
 from click.core import ParameterSource
 
 from .. import __version__
-from ..errors import OomlabError, UsageError, resource_error
+from ..assets import remove_scratch
+from ..errors import STOP_ASKED, STOP_EXIT_CODE, OomlabError, UsageError, resource_error
 from .options import (
     AGGREGATES_OPTION,
     DB_OPTION,
@@ -310,8 +312,10 @@ def main() -> None:
     It leaves without tearing the interpreter down: freeing every object and module takes 0.05-0.1 s after
     a large ingest and buys a short-lived command nothing, since by then every database connection is
     closed (the library opens them in with-blocks) and the output is flushed here. A traceback (--debug)
-    still takes the ordinary way out.
+    still takes the ordinary way out. SIGTERM (a job scheduler's stop, `kill`) ends the run as an exception
+    would: open transactions roll back, temporary files go (assets.scratch_dir), exit status 143.
     """
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         cli(prog_name="oomlab")
         code = 0
@@ -319,10 +323,18 @@ def main() -> None:
         code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
         if isinstance(exc.code, str):
             print(exc.code, file=sys.stderr)
+    finally:
+        remove_scratch()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(BrokenPipeError, ValueError):  # a reader gone (`| head`), or a closed stream
             stream.flush()
     os._exit(code)
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    signal.signal(signum, signal.SIG_DFL)  # a second SIGTERM while cleaning up ends the process at once
+    STOP_ASKED.set()  # for loops whose current step DuckDB ends with its own error instead (errors.stop_if_asked)
+    raise SystemExit(STOP_EXIT_CODE)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
 
 from ..config import IngestOptions
-from ..errors import EmptyInputError, FastPathRefused, OomlabError
+from ..errors import EmptyInputError, FastPathRefused, OomlabError, stop_if_asked
 from ..load import tables as load
 from ..load.reconcile import reconcile_oom_sightings
 from ..load.sql import rollback, sql_text
@@ -20,6 +21,7 @@ from ..parse.compression import INPUT_ERRORS
 from ..parse.facts import HASH_ALGORITHM, FileFacts, facts_in_background, hash_of
 from ..records import FAILED, INGESTED, NOTHING_FOUND, SKIPPED, IngestReport, SourceResult
 from .ahead import Ahead
+from .archives import archive_kind, discard, members
 from .calendar import refresh_rule_occurrences
 from .nothing_found import nothing_found_note
 from .paths import InputFile, total_bytes
@@ -49,15 +51,12 @@ def ingest_files(
         if file.error:
             report.results.append(SourceResult(file.path, FAILED, message=f"{file.path}: {file.error}"))
             continue
-        facts = ahead.for_path(file.path) if ahead is not None else None
-        if progress is None:
-            report.results.append(ingest_file(con, file.path, options, facts))
+        archive = archive_kind(file.path)
+        if archive is not None:
+            report.results.extend(_ingest_archive(con, file.path, archive, options, progress))
             continue
-        progress.start(file.path, file.size)
-        position = ReadPosition()
-        with polling(con, progress, position):
-            report.results.append(ingest_file(con, file.path, options, facts, position))
-        progress.finish()
+        facts = ahead.for_path(file.path) if ahead is not None else None
+        report.results.append(_ingest_followed(con, file, options, facts, progress))
     if any(r.status == INGESTED for r in report.results):
         refresh_rule_occurrences(con)  # new data or new rules: runs of recurring jobs cover it all
         reconcile_oom_sightings(con)  # new sightings may be of OOMs other files saw: one event per real OOM
@@ -67,16 +66,73 @@ def ingest_files(
     return report
 
 
+def _ingest_followed(
+    con: duckdb.DuckDBPyConnection,
+    file: InputFile,
+    options: IngestOptions,
+    facts: Future[FileFacts] | None,
+    progress: Progress | None,
+    stored_as: str | None = None,
+) -> SourceResult:
+    """`ingest_file`, its reading followed by the progress bar when there is one."""
+    if progress is None:
+        return ingest_file(con, file.path, options, facts, stored_as=stored_as)
+    progress.start(file.path, file.size)
+    position = ReadPosition()
+    with polling(con, progress, position):
+        result = ingest_file(con, file.path, options, facts, position, stored_as=stored_as)
+    progress.finish()
+    return result
+
+
+def _ingest_archive(
+    con: duckdb.DuckDBPyConnection, path: str, kind: str, options: IngestOptions, progress: Progress | None
+) -> Iterator[SourceResult]:
+    """Each member of an archive as a source of its own, known by `archive/member` (stored under the archive's
+    absolute path and the member's name, so a second run finds it ingested)."""
+    archive = str(Path(path).resolve())
+    for member in members(path, kind):
+        if member.skip is not None:
+            yield SourceResult(member.name, SKIPPED, message=member.skip)
+        elif member.error is not None or member.path is None:
+            yield SourceResult(member.name, FAILED, message=f"{member.name}: {member.error}")
+        else:
+            stored = archive + member.name[len(path) :]
+            result = _ingest_followed(con, InputFile(member.path, member.size), options, None, progress, stored)
+            discard(member)
+            yield replace(result, path=member.name, message=result.message.replace(member.path, member.name))
+
+
 def ingest_file(
     con: duckdb.DuckDBPyConnection,
     path: str,
     options: IngestOptions,
     facts: Future[FileFacts] | None = None,
     position: ReadPosition | None = None,
+    stored_as: str | None = None,
 ) -> SourceResult:
     """One file in one transaction: all of its rows, or none of them. `facts`: the file's, if under way;
-    `position`: where a loader reports how far it has read."""
-    abspath = str(Path(path).resolve())
+    `position`: where a loader reports how far it has read; `stored_as`: the path the source is recorded under
+    when not the file's own (an archive member's copy). A stop asked for (SIGTERM) while it is read ends the
+    run, whatever error DuckDB made of it: never a failure of this file followed by the next one."""
+    try:
+        result = _ingest_file(con, path, options, facts, position, stored_as)
+    except BaseException:
+        stop_if_asked()
+        raise
+    stop_if_asked()
+    return result
+
+
+def _ingest_file(
+    con: duckdb.DuckDBPyConnection,
+    path: str,
+    options: IngestOptions,
+    facts: Future[FileFacts] | None,
+    position: ReadPosition | None,
+    stored_as: str | None,
+) -> SourceResult:
+    abspath = stored_as or str(Path(path).resolve())
     try:
         before = FileState.of(path)
         size = before.size
@@ -170,6 +226,7 @@ def _ingest_new(
     try:
         return _ingest_in_transaction(con, path, abspath, before, kind, options, facts, position, robust=False)
     except FastPathRefused:
+        stop_if_asked()  # the fast path failed because a stop landed in it: no second try
         return _ingest_in_transaction(con, path, abspath, before, kind, options, facts, position, robust=True)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from ..assets import scratch_dir
 from ..parse.snapshot.read import SnapshotData, SnapshotMeta, read_snapshot
 from .connection import connect
 from .sql import apply_schema, run_file
@@ -88,7 +89,7 @@ def scratch_database() -> Iterator[duckdb.DuckDBPyConnection]:
     """A database of oomlab's schema in a temporary directory, removed on exit: what `snapshot inspect` and
     `diff` load their files into. A file, not `:memory:`, so that DuckDB keeps to oomlab's memory limit and
     spills the trace to disk rather than holding every row of it."""
-    with tempfile.TemporaryDirectory(prefix="oomlab-snapshot-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="snapshot-", dir=scratch_dir()) as scratch:
         con = connect(Path(scratch) / "snapshots.duckdb")
         try:
             yield con

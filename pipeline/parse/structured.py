@@ -21,6 +21,7 @@ from typing import BinaryIO
 
 import duckdb
 
+from ..assets import scratch_dir
 from ..errors import InputError
 from ..records import Reject
 from .compression import DECOMPRESSION_ERRORS, compression_of, open_binary
@@ -61,7 +62,7 @@ class Workspace:
     """Temporary files a stage needs (decompressed copies, sanitised lines); removed on close."""
 
     def __init__(self) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="oomlab-"))
+        self.dir = Path(tempfile.mkdtemp(prefix="work-", dir=scratch_dir()))
 
     def file(self, name: str) -> Path:
         return self.dir / name
