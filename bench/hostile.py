@@ -9,8 +9,8 @@ time and peak RSS (its own VmHWM, read while it runs) are measured against the t
     seconds <= 2 s + 1 s per MB of uncompressed input      peak RSS <= 300 MB + 10x the uncompressed size
 
 Every text and request case must be read (exit 0: its bad rows are rejects, the rest loads), but for the ones
-refused in one error line (a JSON nested 100,000 deep, a CSV of 100,000 columns); the snapshot
-cases (bench/hostile_snapshots.py) must be read or refused as each says. The request logs are the real H200
+refused in one error line (a JSON nested 100,000 deep, a CSV of 100,000 columns, 200,000 one-record files); the
+snapshot cases (bench/hostile_snapshots.py) must be read or refused as each says. The request logs are the real H200
 serve_mixed log's rows repeated (tests/data/h200), with the hostile line put in. Exit status 1 when any case
 fails its targets or its outcome.
 """
@@ -196,7 +196,22 @@ def input_cases(scale: float) -> list[HostileCase]:
         HostileCase("gzip-cut", f"{rows:,} rows gzipped, the stream cut in half", _gzip_cut(rows), False),
         HostileCase("json-100k-deep", "a JSON array nested 100,000 deep", _deep_json(100_000), True),
         HostileCase("csv-100k-columns", "a CSV of 100,004 columns", _wide_csv(100_000), True),
+        HostileCase("200k-files", "200,000 one-record request logs in a folder", _one_record_files(200_000), True),
     ]
+
+
+def _one_record_files(count: int) -> Callable[[Path], Path]:
+    """A folder of `count` request logs of one record each: refused in one line saying how to pass them (each
+    file is a transaction of its own), or read in the time target; never hours of work."""
+
+    def build(folder: Path) -> Path:
+        data = folder / "one-record-files"
+        data.mkdir(exist_ok=True)
+        for index, record in enumerate(_records(count)):
+            (data / f"r{index:06d}.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
+        return data
+
+    return build
 
 
 def _gzip_cut(count: int) -> Callable[[Path], Path]:

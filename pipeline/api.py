@@ -34,9 +34,10 @@ def ingest(
     """Ingest files and directories (walked once, in order) into the database at `db_path`. The first file's
     hash starts before DuckDB loads and the database opens, so on two cores they overlap."""
     from .ingest.ahead import start_first
-    from .ingest.paths import expand_paths
+    from .ingest.paths import check_file_count, expand_paths
 
     files = expand_paths(paths, database=db_path)
+    check_file_count(paths, files, options.many_files)
     ahead = start_first(files, options.fields)
 
     from .ingest.run import ingest_files
@@ -56,9 +57,10 @@ def ingest_lake(
     """Ingest files and directories into the Parquet lake at `lake_dir` (docs/lake.md) with a database's
     idempotency: an unchanged file is skipped, a changed one replaces its own files and nothing else."""
     from .ingest.ahead import start_first
-    from .ingest.paths import expand_paths
+    from .ingest.paths import check_file_count, expand_paths
 
     files = expand_paths(paths)
+    check_file_count(paths, files, options.many_files)
     ahead = start_first(files, options.fields)
 
     from .ingest.lake import ingest_into_lake

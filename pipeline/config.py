@@ -28,6 +28,7 @@ class IngestOptions:
     fields: tuple[Field, ...] = FIELDS
     at: datetime | None = None  # --at: when a printout or scrape without a time of its own was taken (naive UTC)
     columns: tuple[str, ...] = ()  # --columns: the field names of nvidia-smi CSVs written with `noheader`
+    many_files: bool = False  # --many-files: read more than ingest.paths.MANY_FILES files one by one anyway
 
     def instance_for(self, path: str | Path) -> str:
         """The instance label of a file: --instance, else its file name; a file named for PyTorch's

@@ -107,6 +107,11 @@ def _parse_tags(pairs: tuple[str, ...]) -> dict[str, str]:
     type=click.Path(file_okay=False),
     help="Write a Hive-partitioned Parquet lake under DIR instead of a database (docs/lake.md).",
 )
+@click.option(
+    "--many-files",
+    is_flag=True,
+    help="Read more than 10,000 files anyway (each is a transaction of its own: slow; joining small logs is faster).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def ingest(
     paths: tuple[str, ...],
@@ -120,6 +125,7 @@ def ingest(
     at: str | None,
     columns: str | None,
     lake_dir: str | None,
+    many_files: bool,
     quiet: bool,
 ) -> None:
     """Ingest request logs, text logs with OOM messages and snapshots into the database (or, with --lake, a
@@ -137,6 +143,7 @@ def ingest(
         fields=_mapped_fields(maps, mapping),
         at=_parse_at(at, tz),
         columns=tuple(c.strip() for c in (columns or "").split(",") if c.strip()),
+        many_files=many_files,
     )
 
     from .. import api

@@ -270,3 +270,27 @@ def test_a_text_log_rotated_during_its_scan_ends_the_scan_without_a_signal(tmp_p
     assert windows >= 2
     assert found <= 20_000 // 97 + 1
     assert path.stat().st_size == 0 and (tmp_path / "serve.log.1").stat().st_size > 1_000_000
+
+
+def test_more_files_than_the_bound_are_refused_in_one_line_saying_how_to_pass_them(tmp_path, monkeypatch, run_cli):
+    """The bound is ingest.paths.MANY_FILES (10,000: each file is a transaction of its own); here it is lowered to 5
+    and the H200 serve_mixed log's first 6 requests are given, one file each. bench/hostile.py's 200k-files
+    case runs the real bound (200,000 files refused in 6.2 s here)."""
+    from oomlab.ingest import paths
+
+    monkeypatch.setattr(paths, "MANY_FILES", 5)
+    records = gzip.decompress((H200 / "serve_mixed" / "requests.jsonl.gz").read_bytes()).splitlines()
+    folder = tmp_path / "one-record-files"
+    folder.mkdir()
+    for index in range(6):
+        (folder / f"r{index}.jsonl").write_bytes(records[index] + b"\n")
+    db = tmp_path / "m.duckdb"
+    result = run_cli("ingest", str(folder), "--db", str(db), "--quiet")
+    assert result.exit_code == 1
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith(f"Error: {folder}: 6 files to ingest, more than 5: each is a transaction of its own")
+    assert "join small logs of one kind and host into one file" in line and "--many-files" in line
+    assert not db.exists()  # refused before the database is made
+    result = run_cli("ingest", str(folder), "--db", str(db), "--quiet", "--many-files")
+    assert result.exit_code == 0, result.output
+    assert "6 sources: 6 ingested" in result.output
