@@ -63,7 +63,9 @@ SOURCE_IDS_TABLE = "lake_write_ids"
 def writing(lake: Path) -> Iterator[None]:
     """Hold the lake for one writer (an ingest or an export) until the block ends: a second one would take the
     first one's staging folder for an interrupted write's and delete it. The lock is the kernel's (flock), so it
-    goes with the process that held it, however that ended."""
+    goes with the process that held it, however that ended. A lake left aside by an export killed between its
+    two renames comes back first."""
+    _finish_interrupted_exchange(lake)
     lake.mkdir(parents=True, exist_ok=True)
     with open(lake / LOCK_FILE, "a", encoding="utf-8") as handle:
         try:
@@ -78,35 +80,137 @@ def writing(lake: Path) -> Iterator[None]:
 
 def export_lake(con: duckdb.DuckDBPyConnection, lake: Path) -> dict[str, int]:
     """Write every lake table of the database behind `con` under `lake`, replacing what an earlier export or
-    ingest wrote there; the rows written per table. Everything is staged first and each table's folder is
-    swapped in only when all are written, so an interrupted export leaves the previous lake whole."""
+    ingest wrote there; the rows written per table.
+
+    The new lake is written whole beside the old one (`.<name>.export-<id>`, a sibling: the same file system) and
+    the two folders are exchanged in one rename (Linux's renameat2 RENAME_EXCHANGE), so a reader or a kill at any
+    moment finds either the old lake or the new one, never tables of both or one missing. Where the exchange is
+    not to be had (another kernel, a file system without it) the old lake is renamed aside and the new one
+    renamed in: two renames with no lake between them, which `prepare` completes after a kill. A lake that is a
+    mount point of its own cannot be renamed at all: its tables are swapped one folder at a time, as before.
+    """
     with writing(lake):
-        return _export(con, lake)
+        prepare(lake)
+        if _own_mount(lake):
+            return _export_in_place(con, lake)
+        staging = lake.parent / f".{lake.name}{EXPORT_INFIX}{uuid.uuid4().hex}"
+        staging.mkdir()
+        try:
+            rows = _write_whole_lake(con, staging)
+            (staging / LOCK_FILE).touch()
+            _keep_foreign_files(lake, staging)
+            _exchange(staging, lake)  # `staging` now names the old lake
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return rows
 
 
-def _export(con: duckdb.DuckDBPyConnection, lake: Path) -> dict[str, int]:
-    prepare(lake)
+EXPORT_INFIX = ".export-"
+_OLD_INFIX = ".old-"
+
+
+def _write_whole_lake(con: duckdb.DuckDBPyConnection, folder: Path) -> dict[str, int]:
+    """Every lake table of the database under `folder`; the rows written per table."""
+    all_ids = [r[0] for r in con.execute("SELECT source_id FROM sources ORDER BY 1").fetchall()]
+    rows = write_source_rows(con, folder, all_ids)
+    rows["job_occurrences"] += write_cron_occurrences(con, folder)
+    rows[MANIFEST] = write_manifest(con, folder)
+    for table in LAKE_TABLES:
+        (folder / table).mkdir(exist_ok=True)
+        settle_placeholder(con, folder / table, table)
+    return rows
+
+
+def _export_in_place(con: duckdb.DuckDBPyConnection, lake: Path) -> dict[str, int]:
     staging = new_staging(lake)
     try:
-        all_ids = [r[0] for r in con.execute("SELECT source_id FROM sources ORDER BY 1").fetchall()]
-        rows = write_source_rows(con, staging, all_ids)
-        rows["job_occurrences"] += write_cron_occurrences(con, staging)
-        rows[MANIFEST] = write_manifest(con, staging)
-        for table in LAKE_TABLES:
-            (staging / table).mkdir(exist_ok=True)
-            settle_placeholder(con, staging / table, table)
+        rows = _write_whole_lake(con, staging)
         _swap_table_folders(staging, lake)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return rows
 
 
+def _keep_foreign_files(lake: Path, staging: Path) -> None:
+    """What is under the lake but not oomlab's (a README, a job's own folder) into the new lake too, as hard links
+    (the same file system: no copy, and the old lake keeps its own until it is removed)."""
+    ours = {*LAKE_TABLES, LOCK_FILE}
+    for entry in lake.iterdir():
+        if entry.name in ours or entry.name.startswith(STAGING_PREFIX):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.copytree(entry, staging / entry.name, symlinks=True, copy_function=_link_or_copy)
+        else:
+            _link_or_copy(entry, staging / entry.name)
+
+
+def _link_or_copy(source: Path | str, target: Path | str) -> None:
+    if os.path.islink(source):
+        os.symlink(os.readlink(source), target)
+        return
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def _own_mount(lake: Path) -> bool:
+    return lake.is_dir() and os.stat(lake).st_dev != os.stat(lake.resolve().parent).st_dev
+
+
+_RENAME_EXCHANGE = 2  # linux/fs.h
+
+
+def _exchange(new: Path, lake: Path) -> None:
+    """Put `new` where `lake` is and the old lake where `new` was, atomically where the kernel can."""
+    if _renameat2_exchange(new, lake):
+        return
+    aside = lake.parent / f".{lake.name}{_OLD_INFIX}{uuid.uuid4().hex}"
+    lake.rename(aside)
+    new.rename(lake)
+    aside.rename(new)
+
+
+def _renameat2_exchange(a: Path, b: Path) -> bool:
+    """renameat2(a, b, RENAME_EXCHANGE); False where it is not available (not Linux, an old kernel or libc, a
+    file system without it), and the caller falls back to two renames."""
+    import ctypes
+    import errno
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd = -100
+    done = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE)
+    if done == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def _finish_interrupted_exchange(lake: Path) -> None:
+    """After a kill between the two renames of the fallback: no lake, the old one aside. The new lake was
+    whole (written before the renames) but it is not known which sibling it is, so the old one comes back."""
+    if lake.exists():
+        return
+    for aside in sorted(lake.parent.glob(f".{lake.name}{_OLD_INFIX}*")):
+        aside.rename(lake)
+        return
+
+
 def prepare(lake: Path) -> None:
-    """Make the lake folder, drop the staging folders an interrupted write left and every source folder the
-    manifest does not name (files moved into place by a write that did not reach its manifest)."""
+    """Make the lake folder, drop the staging folders an interrupted write left (inside the lake, or an export's
+    beside it) and every source folder the manifest does not name (files moved into place by a write that did
+    not reach its manifest)."""
     lake.mkdir(parents=True, exist_ok=True)
-    for stale in lake.glob(f"{STAGING_PREFIX}*"):
-        shutil.rmtree(stale, ignore_errors=True)
+    stale = [*lake.glob(f"{STAGING_PREFIX}*"), *lake.parent.glob(f".{lake.name}{EXPORT_INFIX}*")]
+    stale += lake.parent.glob(f".{lake.name}{_OLD_INFIX}*")
+    for folder in stale:
+        shutil.rmtree(folder, ignore_errors=True)
     known = set(manifest_ids(lake))
     for folder in source_folders(lake):
         if _source_of(folder) not in known:
