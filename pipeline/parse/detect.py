@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import EmptyInputError, InputError
 from ..fields import FIELDS, Field, looks_like_request_log
 from .calendar import is_calendar
-from .compression import read_head
+from .compression import open_binary, read_head
 from .snapshot.sniff import sniff_snapshot
 from .telemetry.nvsmi import NVSMI_APPS, NVSMI_GPU, headerless_kind, nvsmi_kind
 from .telemetry.prom import looks_like_prometheus
@@ -46,11 +46,32 @@ def detect_kind(path: str | Path, fields: tuple[Field, ...] = FIELDS) -> str:
     return kind or TEXT
 
 
+HEAD_BYTES = 64 << 10  # what the kind is told from: the first lines of any log, however wide its rows
+
+
 def _head(path: str | Path) -> bytes:
+    """The file's first HEAD_BYTES; when its first line is longer than that (a request log whose first record
+    holds a whole prompt, say), that line's start, a line end, and the HEAD_BYTES after the line: the head then
+    reads as a cut first line followed by whole ones, and the kind is told from those."""
     try:
-        return read_head(path)
+        head = read_head(path, HEAD_BYTES)
+        if len(head) == HEAD_BYTES and b"\n" not in head:
+            return head + b"\n" + _after_first_line(path)
+        return head
     except (OSError, EOFError, ValueError) as exc:  # corrupt gzip/xz/zstd streams raise these
         raise InputError(str(path), f"cannot read: {exc}") from exc
+
+
+def _after_first_line(path: str | Path) -> bytes:
+    """Up to HEAD_BYTES after the file's first line end (none without one), read through in 1 MiB pieces: a line
+    of any length costs one pass over it, never its size in memory."""
+    with open_binary(path) as stream:
+        while piece := stream.read(1 << 20):
+            end = piece.find(b"\n")
+            if end >= 0:
+                rest = piece[end + 1 :]
+                return rest[:HEAD_BYTES] if len(rest) >= HEAD_BYTES else rest + stream.read(HEAD_BYTES - len(rest))
+    return b""
 
 
 def _is_binary(head: bytes) -> bool:

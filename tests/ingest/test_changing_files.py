@@ -294,3 +294,27 @@ def test_more_files_than_the_bound_are_refused_in_one_line_saying_how_to_pass_th
     result = run_cli("ingest", str(folder), "--db", str(db), "--quiet", "--many-files")
     assert result.exit_code == 0, result.output
     assert "6 sources: 6 ingested" in result.output
+
+
+@pytest.mark.parametrize("prompt_mib", [1, 40])
+def test_a_first_record_of_any_size_still_makes_a_request_log(tmp_path, prompt_mib):
+    """The H200 serve_mixed log with a whole prompt (1 or 40 MiB) in its first record: detection read only its
+    first 64 KiB, saw no whole line and called the file a text log (4 OOM lines, no requests). Now the lines after
+    the long one tell the kind; a record over MAX_RECORD_BYTES (16 MiB) is its one reject, anything less a row."""
+    records = [json.loads(line) for line in gzip.decompress((H200 / "serve_mixed" / "requests.jsonl.gz").read_bytes())
+               .decode().splitlines()]  # fmt: skip
+    path = tmp_path / "requests.jsonl"
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(json.dumps({**records[0], "prompt": "x" * (prompt_mib << 20)}) + "\n")
+        out.writelines(json.dumps(r) + "\n" for r in records[1:])
+    db = tmp_path / "r.duckdb"
+    (result,) = api.ingest(db, [str(path)], IngestOptions()).results
+    whole = prompt_mib < 16
+    assert (result.kind, result.rows, result.rejects) == ("jsonl", 100 + whole, 1 - whole)
+    if not whole:
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            (line, reason), = con.execute("SELECT line, reason FROM rejects").fetchall()  # fmt: skip
+        finally:
+            con.close()
+        assert line == 1 and reason.startswith("a line of 41,943,")
