@@ -119,7 +119,15 @@ def query(
                 raise said from exc
             refused = isinstance(exc, duckdb.PermissionException) or "configuration has been locked" in str(exc)
             hint = "oomlab query reads the database only: no other file, extension or setting" if refused else None
-            raise DatabaseError(f"query failed: {str(exc).splitlines()[0]}", hint=hint) from exc
+            raise DatabaseError(f"query failed: {_duckdb_reason(exc)}", hint=hint) from exc
+
+
+def _duckdb_reason(exc: BaseException) -> str:
+    """DuckDB's error with its own hints kept ("Did you mean ...", "Candidate bindings: ...") on one line; the
+    echo of the query under them (`LINE 1: ...` and its caret) is left out, the user typed it."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    kept = [line for line in lines[1:] if line.startswith(("Did you mean", "Candidate bindings"))]
+    return " ".join(lines[:1] + kept)
 
 
 class FindingsResult(list["Finding"]):

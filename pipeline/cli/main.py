@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import sys
@@ -32,12 +31,32 @@ if TYPE_CHECKING:
 # instead of loading DuckDB, polars and pyarrow first (tests/cli/test_startup.py checks what each loads).
 
 
+PIPE_CLOSED_EXIT = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader closed the pipe (`| head`)
+
+
 class OomlabGroup(click.Group):
-    """The one place that turns oomlab's errors into one-line messages (exit 1); --debug re-raises."""
+    """The one place that turns oomlab's errors into one-line messages (exit 1); --debug re-raises. A reader that
+    closes the pipe (`oomlab findings | head`) ends the run quietly with PIPE_CLOSED_EXIT. Its help lists each
+    command with the whole first sentence of its description, wrapped, never cut."""
+
+    group_class = type  # subgroups (snapshot, lake, report) are OomlabGroups too
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, _first_sentence(command.short_help or command.help or "")))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:
+            _quiet_closed_pipe()
+            raise SystemExit(PIPE_CLOSED_EXIT) from None
         except OomlabError as exc:
             if (ctx.obj or {}).get("debug"):
                 raise
@@ -56,6 +75,21 @@ class OomlabGroup(click.Group):
 def cli(ctx: click.Context, debug: bool) -> None:
     """Find out why GPU inference services run out of memory."""
     ctx.obj = {"debug": debug}
+
+
+def _first_sentence(text: str) -> str:
+    """The first sentence of a command's description (up to a full stop that ends a word, or its first
+    paragraph), on one line."""
+    paragraph = " ".join(text.strip().split("\n\n", 1)[0].split())
+    end = paragraph.find(". ")
+    return paragraph if end < 0 else paragraph[: end + 1]
+
+
+def _quiet_closed_pipe() -> None:
+    """Point stdout at /dev/null: the interpreter's last flush of what is still buffered would fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _parse_tags(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -226,13 +260,20 @@ def query(sql: str, db_path: str, fmt: str, limit: int, all_rows: bool, timeout:
 
 @cli.command()
 @DB_OPTION
-@FORMAT_OPTION
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "records", "csv", "json"]),
+    default="table",
+    show_default=True,
+    help="table: one row per file with the device its rows went to; records: every column, one file at a time.",
+)
 def sources(db_path: str, fmt: str) -> None:
-    """List what was ingested."""
+    """List what was ingested: one row per file, with its kind, rows, rejects and device."""
     from .. import api
-    from .render import print_query_result
+    from .render import print_sources
 
-    print_query_result(api.sources(db_path), fmt)
+    print_sources(api.sources(db_path), fmt)
 
 
 @cli.command()
@@ -241,17 +282,27 @@ def sources(db_path: str, fmt: str) -> None:
 @click.option("--since", type=click.DateTime(), help="Only data from this time on (UTC).")
 @click.option("--until", type=click.DateTime(), help="Only data before this time (UTC).")
 @click.option("--json", "json_path", metavar="FILE", help="Also write the findings as JSON (`-` for stdout).")
+@FORMAT_OPTION
 def findings(
-    db_path: str, aggregates: str | None, since: datetime | None, until: datetime | None, json_path: str | None
+    db_path: str,
+    aggregates: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    json_path: str | None,
+    fmt: str,
 ) -> None:
     """What causes the fleet's OOMs and what to change, most important first."""
     from .. import api
-    from .render_findings import print_findings, write_findings_json
+    from .render_findings import print_findings, write_findings_csv, write_findings_json
 
     result = api.findings(one_source(db_path, aggregates), since, until, aggregates)
     if json_path:
         write_findings_json(result, since, until, json_path)
-    if json_path != "-":
+    if fmt == "json" and json_path != "-":
+        write_findings_json(result, since, until, "-")
+    elif fmt == "csv":
+        write_findings_csv(result)
+    elif json_path != "-":
         print_findings(result)
 
 
@@ -333,8 +384,12 @@ def main() -> None:
     finally:
         remove_scratch()
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(BrokenPipeError, ValueError):  # a reader gone (`| head`), or a closed stream
+        try:
             stream.flush()
+        except BrokenPipeError:  # the reader went (`| head`) before the last of the output was written
+            code = PIPE_CLOSED_EXIT if code == 0 else code
+        except ValueError:  # a closed stream
+            pass
     os._exit(code)
 
 

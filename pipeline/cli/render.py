@@ -5,6 +5,7 @@ rich is imported where it draws, so CSV and JSON output never load it and a tabl
 from __future__ import annotations
 
 import csv
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .terminal import visible
+from .terminal import pipe_console, visible
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -29,15 +30,11 @@ _MAX_SUMMARY_ROWS = 40
 
 
 def _stdout() -> Console:
-    from rich.console import Console
-
-    return Console(soft_wrap=True)
+    return pipe_console(soft_wrap=True)
 
 
 def _stderr() -> Console:
-    from rich.console import Console
-
-    return Console(stderr=True, soft_wrap=True, highlight=False)
+    return pipe_console(stderr=True, soft_wrap=True, highlight=False)
 
 
 def _jsonable(value: object) -> object:
@@ -92,6 +89,57 @@ def _table_width(columns: list[str], cells: list[list[str]]) -> int:
         max([len(c), *(max(map(len, row[i].splitlines() or [""])) for row in cells)]) for i, c in enumerate(columns)
     ]
     return sum(widths) + 3 * len(columns) + 1
+
+
+# What `oomlab sources` shows a reader by default: one row per file, with the device its rows went to.
+_PATH_WIDTH = 30  # a path folds at its slashes to lines this wide (a longer name is cut with …): a row fits 80 columns
+
+
+def print_sources(result: QueryResult, fmt: str) -> None:
+    """`oomlab sources`: a compact table of one row per file (paths relative to here where they are under it,
+    folded at their slashes; a file whose rows name their own devices shows `(its rows)`), or every column (what
+    placed each file on its device, its hash, when it was ingested) with `records`, CSV or JSON."""
+    if fmt == "records":
+        _print_records(_stdout(), result.columns, [[visible(v) for v in row] for row in result.rows])
+        return
+    if fmt != "table":
+        print_query_result(result, fmt)
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table()
+    table.add_column("path", max_width=_PATH_WIDTH, overflow="ellipsis")
+    table.add_column("kind", no_wrap=True)
+    table.add_column("rows", justify="right", no_wrap=True)
+    table.add_column("rej.", justify="right", no_wrap=True)
+    table.add_column("device", overflow="ellipsis", no_wrap=True)
+    for row in result.rows:
+        value = dict(zip(result.columns, row, strict=True))
+        device = "(its rows)" if value["device"] is None else value["device"]
+        path = fold_path(_relative(str(value["path"])), _PATH_WIDTH)
+        cells = [path, value["kind"], f"{value['rows']:,}", f"{value['rejects']:,}", device]
+        table.add_row(*(Text(visible(c)) for c in cells))
+    _stdout().print(table)
+
+
+def fold_path(path: str, width: int) -> str:
+    """`path` on lines of at most `width` characters, broken only after a slash (a name longer than `width` keeps
+    a line of its own, whole)."""
+    lines, line = [], ""
+    for piece in path.replace("/", "/\n").split("\n"):
+        if line and len(line) + len(piece) > width:
+            lines.append(line)
+            line = ""
+        line += piece
+    return "\n".join([*lines, line])
+
+
+def _relative(path: str) -> str:
+    try:
+        return os.path.relpath(path) if Path(path).is_relative_to(Path.cwd()) else path
+    except ValueError:
+        return path
 
 
 def _print_records(console: Console, columns: list[str], cells: list[list[str]]) -> None:

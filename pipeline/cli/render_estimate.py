@@ -6,12 +6,12 @@ import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-from rich.console import Console
 from rich.table import Table
 
 from ..assets import write_atomic
 from ..errors import OomlabError
 from ..units import GIB, format_bytes
+from .terminal import pipe_console
 
 if TYPE_CHECKING:
     from ..analyses.estimate import MeasuredPeak, MemoryEstimate, ModelShape, Workload
@@ -41,7 +41,7 @@ def estimate_document(run: EstimateResult) -> dict[str, object]:
 def print_estimate(run: EstimateResult) -> None:
     """The estimate's parts, the cards, the limits and, when read, the measured peaks beside it."""
     shape, work, result, measured = run.model, run.workload, run.estimate, run.measured
-    console = Console(soft_wrap=True, highlight=False)
+    console = pipe_console(soft_wrap=True, highlight=False)
     console.print(_parts_table(shape, work, result))
     for line in _card_lines(result):
         console.print(line)
@@ -135,4 +135,4 @@ def write_rules(rules: AlertRules, path: str | None) -> None:
     rules = sum(len(group["rules"]) for group in groups)
     tuned = sum(1 for t in tunings or [] if t.tuned)
     source = "untuned" if tunings is None else f"{len(tunings)} devices from the database, {tuned} tuned"
-    Console(stderr=True, soft_wrap=True, highlight=False).print(f"Wrote {rules} rules ({source}) to {path}.")
+    pipe_console(stderr=True, soft_wrap=True, highlight=False).print(f"Wrote {rules} rules ({source}) to {path}.")

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from rich.console import Console
 from rich.padding import Padding
 from rich.text import Text
 
 from ..assets import write_atomic
-from .terminal import plain, visible
+from .terminal import pipe_console, plain, visible
 
 if TYPE_CHECKING:
     from ..api import FindingsResult
@@ -39,6 +39,21 @@ def write_findings_json(result: FindingsResult, since: datetime | None, until: d
         write_atomic(path, text)
 
 
+_CSV_COLUMNS = ("rank", "kind", "subject", "confidence", "impact", "advice", "evidence", "start", "end", "recurring")
+
+
+def write_findings_csv(result: FindingsResult) -> None:
+    """The ranked findings as CSV on stdout, one row each: the numbers as the JSON document has them (its
+    `metrics` are left to the JSON)."""
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(_CSV_COLUMNS)
+    for rank, finding in enumerate(result, start=1):
+        document = finding.to_json()
+        window = document.get("window") or {}
+        row = {**document, "rank": rank, **{k: window.get(k) for k in ("start", "end", "recurring")}}
+        writer.writerow(["" if row.get(c) is None else row[c] for c in _CSV_COLUMNS])
+
+
 def _heading(number: int, finding: Finding) -> Text:
     heading = Text(f"{number}. ", style="bold")
     heading.append(visible(finding.subject), style="bold")
@@ -52,7 +67,7 @@ def _heading(number: int, finding: Finding) -> Text:
 def print_findings(result: FindingsResult) -> None:
     """The data-quality note first (the data behind every finding), then the ranked findings, each as a
     heading, its evidence and what to do."""
-    console = Console(soft_wrap=False)
+    console = pipe_console(soft_wrap=False)
     if result.data_quality is not None:
         console.print(plain(result.data_quality.text, style="bold yellow"), end="\n\n")
     found = list(result)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.console import Console
 from rich.table import Table
+
+from .terminal import pipe_console
 
 if TYPE_CHECKING:
     from ..api import DemoResult
@@ -14,14 +15,14 @@ if TYPE_CHECKING:
 
 def print_written(paths: list[Path]) -> None:
     """One line per file written, with its size."""
-    console = Console(soft_wrap=True, highlight=False)
+    console = pipe_console(soft_wrap=True, highlight=False)
     for path in paths:
         console.print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
 
 
 def print_demo(result: DemoResult, top: int = 5) -> None:
     """The demo's pages and its top findings with their actions."""
-    console = Console(soft_wrap=True, highlight=False)
+    console = pipe_console(soft_wrap=True, highlight=False)
     console.print(f"database: {result.db_path}")
     print_written(result.written)
     table = Table(title=f"Top findings ({len(result.findings)} in all)", show_lines=False)

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..units import format_bytes
+from .terminal import pipe_console
 
 
 def human_bytes(value: float | None) -> str:
@@ -119,7 +120,7 @@ def no_suspect_reason(basis: dict[str, Any]) -> str:
 
 def print_inspect(report: dict[str, Any]) -> None:
     """State, pools, top sites, leak suspects, OOM moments and the fit verdict, as tables."""
-    console = Console(soft_wrap=True)
+    console = pipe_console(soft_wrap=True)
     console.print(_state_table(report))
     console.print(_pools_table(report))
     console.print(
@@ -152,7 +153,7 @@ def print_inspect(report: dict[str, Any]) -> None:
 
 def print_diff(diff: dict[str, Any]) -> None:
     """Totals before and after, then the sites that changed most."""
-    console = Console(soft_wrap=True)
+    console = pipe_console(soft_wrap=True)
     before, after = diff["before"], diff["after"]
     console.print(
         f"allocated {human_bytes(before['allocated_bytes'])} -> {human_bytes(after['allocated_bytes'])} "

@@ -4,10 +4,12 @@ prints that came from the data goes through `visible` and is printed as plain te
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.text import Text
 
 # C0 controls but tab and newline, DEL, and the C1 controls (0x80-0x9f: CSI is 0x9b).
@@ -28,3 +30,21 @@ def plain(value: object, style: str = "") -> Text:
     from rich.text import Text
 
     return Text(visible(value), style=style)
+
+
+def pipe_console(**options: Any) -> Console:
+    """A rich Console (`options` as rich takes them) whose reader closing the pipe (`oomlab findings | head`)
+    raises BrokenPipeError, which the command line turns into a quiet exit (main.PIPE_CLOSED_EXIT); rich's own
+    Console exits with status 1 there, as if the command had failed."""
+    return _pipe_console_class()(**options)
+
+
+@functools.cache
+def _pipe_console_class() -> type[Console]:
+    from rich.console import Console
+
+    class PipeConsole(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError
+
+    return PipeConsole
