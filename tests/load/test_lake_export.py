@@ -137,11 +137,11 @@ def test_an_export_killed_at_any_moment_leaves_one_whole_lake(
     whole = time.perf_counter() - start
     new = _lake_state(lake)
     assert new[0] > 0 and old[0] == 0 and new[2] == old[2] == sorted(LAKE_TABLES)
-    for step in range(1, 8):
+    for step in range(1, 6):
         api.lake_export(snapshot_db if step % 2 else fleet_db, lake)
         before = _lake_state(lake)
         child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(whole * step / 8)
+        time.sleep(whole * step / 6)
         child.send_signal(signal.SIGKILL)
         child.wait()
         state = _lake_state(lake)
