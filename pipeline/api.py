@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +13,7 @@ from .errors import DatabaseError, OomlabError, UsageError, resource_error
 # before DuckDB, polars and pyarrow load, `oomlab --help` loads none of them, and `oomlab sources` only DuckDB
 # and load.connection.
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     import duckdb
 
@@ -225,43 +225,79 @@ def prune(db_path: str | Path, before: datetime) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class DemoResult:
-    """What `oomlab demo` made: the database, the pages written and the findings shown."""
+    """What `oomlab demo` made: the database, the files written, what each page is, and the findings shown."""
 
     db_path: Path
     written: list[Path]
     findings: list[dict[str, object]]
     ingest: IngestReport
+    pages: list[tuple[Path, str]] = field(default_factory=list)  # each HTML page and what it shows
 
 
-def demo(out_dir: str | Path | None = None, progress: Progress | None = None) -> DemoResult:
+def demo(
+    out_dir: str | Path | None = None, progress: Progress | None = None, say: Callable[[str], None] | None = None
+) -> DemoResult:
     """Ingest the bundled sample logs into a fresh database in `out_dir` and render the weekly report (the
     fleet's last week), the incident report of the OOM behind its most important finding, and that of an OOM
-    a bundled snapshot recorded (its page shows the snapshot view)."""
+    a bundled snapshot recorded (its page shows the snapshot view). `say` hears each step as it starts."""
+    tell = say or (lambda _line: None)
+    tell("ingesting the sample fleet (sample_logs/fleet: request logs, text logs, nvidia-smi, job calendars)")
     from .assets import asset_dir
     from .config import IngestOptions
-    from .load.connection import connect
-    from .report.demo_choices import folder_week, most_important_oom, oom_with_snapshot
-    from .report.incident import incident_report as build_incident
-    from .report.weekly import weekly_report as build_weekly
-    from .report.weekly_data import report_window
 
     out = Path(out_dir) if out_dir else _new_folder(Path.cwd() / "oomlab-demo")
     db_path = out / "oomlab-demo.duckdb"
     out.mkdir(parents=True, exist_ok=True)
     db_path.unlink(missing_ok=True)  # a fresh database every run: the demo must show the bundled data only
     samples = asset_dir("sample_logs")
-    report = ingest(db_path, [str(samples / "fleet"), str(samples / "h200")], IngestOptions(), progress)
+    report = ingest(db_path, [str(samples / "fleet")], IngestOptions(), progress)
+    tell("ingesting the real H200 captures (sample_logs/h200: OOM messages, memory printouts, snapshots)")
+    captures = ingest(db_path, [str(samples / "h200")], IngestOptions(), progress)
+    report.results += captures.results
+    report.notes += captures.notes
+    written, pages, findings = _demo_pages(db_path, out, samples, tell)
+    return DemoResult(db_path, written, findings, report, pages)
+
+
+def _demo_pages(
+    db_path: Path, out: Path, samples: Path, tell: Callable[[str], None]
+) -> tuple[list[Path], list[tuple[Path, str]], list[dict[str, object]]]:
+    """The demo's weekly page and incident pages: the files written, each page with what it shows, the findings."""
+    from .load.connection import connect
+    from .report.demo_choices import folder_week, most_important_oom, oom_with_snapshot
+    from .report.incident import incident_report as build_incident
+    from .report.weekly import weekly_report as build_weekly
+    from .report.weekly_data import report_window
+
     with connect(db_path, read_only=True) as con:
         window = report_window(con, *(folder_week(con, samples / "fleet") or (None, None)))
+        last_day = (window.until - timedelta(microseconds=1)).date()
+        week = f"the sample fleet's week {window.since.date()} to {last_day}"
+        tell(f"rendering the weekly report ({week})")
         weekly = build_weekly(con, window.since, window.until)
         written = weekly.write(out / "weekly.html", out / "weekly.json")
+        pages = [(out / "weekly.html", f"{week}: findings ranked by impact, with the charts behind them")]
         event = most_important_oom(con, weekly.doc["findings"], window.since, window.until)
         recorded = oom_with_snapshot(con)
+        roles = {
+            event: "the OOM behind the top finding",
+            recorded: "a real H200 OOM, with the snapshot that recorded it",
+        }
         for oom in dict.fromkeys(e for e in (event, recorded) if e is not None):
-            written += build_incident(con, event_id=oom).write(
-                out / f"incident-{oom}.html", out / f"incident-{oom}.json"
-            )
-    return DemoResult(db_path, written, weekly.doc["findings"], report)
+            page = out / f"incident-{oom}.html"
+            tell(f"rendering {page.name} ({roles[oom]})")
+            incident = build_incident(con, event_id=oom)
+            written += incident.write(page, out / f"incident-{oom}.json")
+            pages.append((page, f"{roles[oom]}: {_incident_line(incident.doc)}"))
+    return written, pages, weekly.doc["findings"]
+
+
+def _incident_line(doc: dict[str, Any]) -> str:
+    """An incident page's event in a few words: its cause, where and when."""
+    event, verdict = doc.get("event") or {}, doc.get("verdict") or {}
+    cause = str(verdict.get("cause") or "unknown cause").replace("_", " ")
+    when = str(event.get("ts") or "")[:16].replace("T", " ")
+    return f"{cause} on {event.get('instance') or 'an unnamed device'}" + (f" at {when}" if when else "")
 
 
 def _new_folder(base: Path) -> Path:

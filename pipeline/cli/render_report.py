@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,11 +21,19 @@ def print_written(paths: list[Path]) -> None:
         console.print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
 
 
+def say_step(line: str) -> None:
+    """One step of a long command, as it starts, on stderr (stdout keeps the results)."""
+    print(f"oomlab: {line} ...", file=sys.stderr, flush=True)
+
+
 def print_demo(result: DemoResult, top: int = 5) -> None:
-    """The demo's pages and its top findings with their actions."""
+    """The demo's pages (each with what it shows) and its top findings with their actions."""
     console = pipe_console(soft_wrap=True, highlight=False)
     console.print(f"database: {result.db_path}")
-    print_written(result.written)
+    for page, what in result.pages:
+        console.print(f"{page}: {what}")
+    others = [path for path in result.written if path not in {page for page, _ in result.pages}]
+    console.print(f"with the same data as JSON: {', '.join(path.name for path in others)}")
     table = Table(title=f"Top findings ({len(result.findings)} in all)", show_lines=False)
     for column in ("#", "kind", "action"):
         table.add_column(column)

@@ -90,9 +90,9 @@ def report_incident(
 def demo(out_dir: str | None, open_browser: bool) -> None:
     """Ingest the bundled sample data and render its weekly report and the most important incident."""
     from .. import api
-    from .render_report import print_demo
+    from .render_report import print_demo, say_step
 
-    result = api.demo(out_dir)
+    result = api.demo(out_dir, say=say_step)
     print_demo(result)
     if open_browser:
         click.launch(str(result.written[0]))

@@ -3,6 +3,7 @@ an Arrow IPC stream in DuckDB's temp directory, and go into the table in one INS
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -63,6 +64,8 @@ class TraceWriter:
         self._writer = None
         if self._path is not None:
             self._path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # the folder made for it, unless DuckDB's own spills are in it now
+                self._path.parent.rmdir()
             self._path = None
 
 
