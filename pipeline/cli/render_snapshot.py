@@ -81,6 +81,8 @@ def _print_suspects(console: Console, suspects: list[dict[str, Any]]) -> None:
             f"  {suspect['site']}  {suspect['confidence']:.0%} sure, {human_bytes(suspect['live_bytes'])} live",
             markup=False,
         )
+        if suspect.get("caller") and suspect["caller"] != suspect["site"]:
+            console.print(f"    called from {suspect['caller']} (the service's own code)", markup=False)
         console.print(f"    {suspect['reason']}", markup=False)
 
 

@@ -1,7 +1,8 @@
 """Findings as report entries: each with a one-line action to take, in the findings' ranked order.
 
 The analyses' `advice` says what to do in full; the action is its headline, built from the finding's own
-metrics. A leak's action names the allocation site when a snapshot of a leaking instance points at one.
+metrics. A leak's action names the allocation site when a snapshot of a leaking instance points at one, and the
+service's own frame that called it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,16 @@ def finding_entries(con: duckdb.DuckDBPyConnection, found: list[Finding]) -> lis
     return entries
 
 
+def leak_place(suspect: dict[str, Any] | None) -> str:
+    """Where a leak is, for a sentence: ` at SITE`, and ` (called from CALLER)` when the service's own frame that
+    led there is another (a site inside a library is fixed in the code that called it); empty without one."""
+    if not suspect:
+        return ""
+    caller = suspect.get("caller")
+    called = f" (called from {caller})" if caller and caller != suspect["site"] else ""
+    return f" at {suspect['site']}{called}"
+
+
 def action(finding: Finding, site: dict[str, Any] | None = None) -> str:
     """The one thing to do about a finding, in a line."""
     m = finding.metrics
@@ -35,8 +46,7 @@ def action(finding: Finding, site: dict[str, Any] | None = None) -> str:
         case "prompt_threshold" if m.get("cap"):
             return f"Cap batch x tokens at {m['cap']:,} on {subject}"
         case "leak":
-            where = f" at {site['site']}" if site else ""
-            return f"Fix the leak{where} in {subject.removeprefix('model_version ')}"
+            return f"Fix the leak{leak_place(site)} in {subject.removeprefix('model_version ')}"
         case "scheduled_job" if m.get("name"):
             return f"Move {m['name']} out of its window" + (
                 f" ({finding.window.recurring})" if finding.window and finding.window.recurring else ""

@@ -6,6 +6,7 @@ from typing import Any
 
 from ..analyses.fleet.allocator_settings import AllocatorSettings
 from ..findings.allocator_advice import EXPANDABLE, fragmentation_step
+from .actions import leak_place
 from .formatting import size
 
 
@@ -33,8 +34,7 @@ def _by_cause(
     instance, version = event.get("instance"), event.get("model_version") or "this model version"
     requested = size(event.get("requested_bytes"))
     if cause == "leak":
-        site = _suspect(snapshot)
-        where = f" at {site}" if site else ""
+        where = leak_place(_suspect(snapshot))
         return [
             f"Fix the leak{where} in {version}: memory allocated there is kept after requests end.",
             f"Until then, restart {instance} before the baseline reaches the card, or roll back {version}.",
@@ -80,7 +80,7 @@ def _by_cause(
     ]
 
 
-def _suspect(snapshot: dict[str, Any] | None) -> str | None:
+def _suspect(snapshot: dict[str, Any] | None) -> dict[str, Any] | None:
     if snapshot and snapshot["leak_suspects"]:
-        return str(snapshot["leak_suspects"][0]["site"])
+        return dict(snapshot["leak_suspects"][0])
     return None

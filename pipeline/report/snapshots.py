@@ -44,6 +44,7 @@ def leak_site(con: duckdb.DuckDBPyConnection, instances: list[str]) -> dict[str,
                 best = suspects.row(0, named=True)
                 return {
                     "site": best["site"],
+                    "caller": best["caller"],
                     "live_bytes": best["live_bytes"],
                     "confidence": best["confidence"],
                     "file": snapshot["file"],

@@ -194,9 +194,14 @@ def test_incident_of_the_real_leak_matches_its_snapshot(demo):
     snapshot = doc["snapshot"]
     assert snapshot["info"]["file"] == "gpu-a-0.snapshot_first_oom.pickle.gz"
     assert snapshot["leak_suspects"][0]["site"] == "transformers/cache_utils.py:update:146"
+    # issue 37, item 3: the capture script's own frame that called into transformers' KV cache
+    assert snapshot["leak_suspects"][0]["caller"] == "/srv/app/scenarios.py:generate:117"
     moment = snapshot["ooms"][0]
     assert (moment["requested_bytes"], moment["largest_free_block_bytes"]) == (46137344, 16 * 1024**2)
-    assert doc["next_steps"][0].startswith("Fix the leak at transformers/cache_utils.py:update:146 in llama-mini-v2")
+    assert doc["next_steps"][0].startswith(
+        "Fix the leak at transformers/cache_utils.py:update:146 (called from /srv/app/scenarios.py:generate:117) in "
+        "llama-mini-v2"
+    )
     assert {"timeline", "replay", "sites"} <= {n.removeprefix("chart-") for n in _charts(report.html)}
     assert "CUDA out of memory. Tried to allocate 44.00 MiB." in report.html
 

@@ -83,6 +83,11 @@ def site_shapes(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> pl.DataFram
     return paths.join(counts, on="site")
 
 
+def site_callers(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> pl.DataFrame:
+    """Per site: `caller`, the service's own frame that led to it (q_snapshot_site_callers.sql), or null."""
+    return con.sql(sql_text("q_snapshot_site_callers"), params={"snapshot_id": snapshot_id}).pl()
+
+
 def _gcd_of(counts: list[int]) -> int:
     """The largest number of blocks every shape's count is a whole multiple of (blocks per round)."""
     return gcd(*counts)

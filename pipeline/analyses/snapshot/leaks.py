@@ -15,7 +15,7 @@ import duckdb
 import polars as pl
 
 from ...parse.snapshot.stacks import NO_STACK
-from .leak_evidence import floor_bytes, site_live, site_shapes
+from .leak_evidence import floor_bytes, site_callers, site_live, site_shapes
 from .leak_trace import SiteActivity, site_activity
 from .leak_verdict import Basis, judge
 from .series import series_growth
@@ -24,6 +24,7 @@ DEFAULT_WINDOWS = 10
 # The columns of `leak_suspects`, in this order (docs/schema.md, "Output of snapshot inspect").
 SUSPECT_COLUMNS = (
     "site",
+    "caller",
     "confidence",
     "reason",
     "path",
@@ -74,6 +75,7 @@ def site_evidence(
         site_growth(con, snapshot_id, windows, activity)
         .filter(pl.col("live_bytes") > 0)
         .join(site_shapes(con, snapshot_id), on="site", how="left")
+        .join(site_callers(con, snapshot_id), on="site", how="left")
         .join(activity.activity, on="site", how="left")
         .with_columns(
             pl.col("path").fill_null("unknown"),
@@ -113,6 +115,7 @@ def leak_judgement(
             rows.append({**site, "confidence": verdict.confidence, "reason": verdict.reason, "basis": basis.trace})
     schema = {name: evidence.schema.get(name, pl.Int64) for name in SUSPECT_COLUMNS}
     schema.update(confidence=pl.Float64, reason=pl.String, basis=pl.String, series_growth_bytes=pl.Int64)
+    schema.update(caller=pl.String)
     suspects = pl.DataFrame([{name: row.get(name) for name in SUSPECT_COLUMNS} for row in rows], schema=schema)
     return suspects.sort(["confidence", "live_bytes", "site"], descending=[True, True, False]), basis
 
