@@ -358,9 +358,17 @@ def _long_enough(fitted: pl.DataFrame) -> pl.DataFrame:
         .agg(pl.col("slope_bytes_per_hour").median().alias("version_slope"))
     )
     shows = pl.col("version_slope").is_null() | (hours * pl.col("version_slope") >= MIN_GROWTH_BYTES)
+    # A lifetime that climbs as a leak does (a good fit, mostly rising) but stopped short of the floor shows the
+    # leak at its own, slower rate (the same version leaks faster under more traffic): no evidence against it.
+    climbing = (
+        (pl.col("slope_bytes_per_hour") > 0)
+        & (pl.col("r2") >= MIN_R2)
+        & (pl.col("rising_share") >= MIN_RISING_SHARE)
+        & (pl.col("growth_bytes") < MIN_GROWTH_BYTES)
+    )
     return (
         fitted.join(slopes, on="model_version", how="left")
-        .with_columns((pl.col("is_leak") | shows).alias("can_show"))
+        .with_columns((pl.col("is_leak") | (shows & ~climbing.fill_null(False))).alias("can_show"))
         .drop("version_slope")
     )
 
