@@ -6,6 +6,7 @@ import json
 import os
 from collections.abc import Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -74,15 +75,29 @@ def _ingest_followed(
     progress: Progress | None,
     stored_as: str | None = None,
 ) -> SourceResult:
-    """`ingest_file`, its reading followed by the progress bar when there is one."""
-    if progress is None:
-        return ingest_file(con, file.path, options, facts, stored_as=stored_as)
-    progress.start(file.path, file.size)
-    position = ReadPosition()
-    with polling(con, progress, position):
-        result = ingest_file(con, file.path, options, facts, position, stored_as=stored_as)
-    progress.finish()
-    return result
+    """`ingest_file`, its reading followed by the progress bar when there is one. A stop asked for (SIGTERM)
+    while the file is read ends the run, whatever error DuckDB made of it: never a failure of this file
+    followed by the next one."""
+    with _stop_comes_first():
+        if progress is None:
+            return ingest_file(con, file.path, options, facts, stored_as=stored_as)
+        progress.start(file.path, file.size)
+        position = ReadPosition()
+        with polling(con, progress, position):
+            result = ingest_file(con, file.path, options, facts, position, stored_as=stored_as)
+        progress.finish()
+        return result
+
+
+@contextmanager
+def _stop_comes_first() -> Iterator[None]:
+    """Raise the stop (errors.stop_if_asked) in place of whatever the block ended with, when one was asked."""
+    try:
+        yield
+    except BaseException:
+        stop_if_asked()
+        raise
+    stop_if_asked()
 
 
 def _ingest_archive(
@@ -113,25 +128,7 @@ def ingest_file(
 ) -> SourceResult:
     """One file in one transaction: all of its rows, or none of them. `facts`: the file's, if under way;
     `position`: where a loader reports how far it has read; `stored_as`: the path the source is recorded under
-    when not the file's own (an archive member's copy). A stop asked for (SIGTERM) while it is read ends the
-    run, whatever error DuckDB made of it: never a failure of this file followed by the next one."""
-    try:
-        result = _ingest_file(con, path, options, facts, position, stored_as)
-    except BaseException:
-        stop_if_asked()
-        raise
-    stop_if_asked()
-    return result
-
-
-def _ingest_file(
-    con: duckdb.DuckDBPyConnection,
-    path: str,
-    options: IngestOptions,
-    facts: Future[FileFacts] | None,
-    position: ReadPosition | None,
-    stored_as: str | None,
-) -> SourceResult:
+    when not the file's own (an archive member's copy)."""
     abspath = stored_as or str(Path(path).resolve())
     try:
         before = FileState.of(path)
