@@ -169,3 +169,14 @@ def parse_timestamp(value: object, default_tz: str | None = None) -> datetime | 
         return to_utc_naive(datetime.fromisoformat(text.replace("Z", "+00:00")), zone)
     except ValueError:
         raise ValueError(f"{text!r} is not a timestamp") from None
+
+
+def file_name(path: object) -> str:
+    """The last part of a stored path, whatever the separator of the machine that ingested it: reports show
+    file names, not a machine's folders."""
+    return str(path or "").replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def format_share(fraction: float) -> str:
+    """0.973 -> "97 %": how oomlab writes a confidence or a share, on pages and in the terminal alike."""
+    return f"{100 * fraction:.0f} %"

@@ -283,6 +283,7 @@ def sources(db_path: str, fmt: str) -> None:
 @click.option("--until", type=click.DateTime(), help="Only data before this time (UTC).")
 @click.option("--json", "json_path", metavar="FILE", help="Also write the findings as JSON (`-` for stdout).")
 @FORMAT_OPTION
+@click.option("--verbose", "-v", is_flag=True, help="Also print why each finding is believed (its statistics).")
 def findings(
     db_path: str,
     aggregates: str | None,
@@ -290,6 +291,7 @@ def findings(
     until: datetime | None,
     json_path: str | None,
     fmt: str,
+    verbose: bool,
 ) -> None:
     """What causes the fleet's OOMs and what to change, most important first."""
     from .. import api
@@ -303,7 +305,7 @@ def findings(
     elif fmt == "csv":
         write_findings_csv(result)
     elif json_path != "-":
-        print_findings(result)
+        print_findings(result, verbose=verbose)
 
 
 @cli.group()
@@ -317,8 +319,9 @@ def snapshot() -> None:
 @click.option("--request", "request", metavar="SIZE", help="Would an allocation of SIZE (e.g. 1GiB) fit, and why not.")
 @click.option("--device-total", metavar="SIZE", help="Device memory, to tell external pressure from capacity.")
 @click.option("--top", default=10, show_default=True, help="How many sites and suspects to list.")
+@click.option("--stacks", is_flag=True, help="Print each leak suspect's full stack, innermost frame first.")
 def snapshot_inspect(
-    files: tuple[str, ...], as_json: bool, request: str | None, device_total: str | None, top: int
+    files: tuple[str, ...], as_json: bool, request: str | None, device_total: str | None, top: int, stacks: bool
 ) -> None:
     """State, fragmentation, top allocation sites, leak suspects and OOM moments of a snapshot.
 
@@ -330,7 +333,7 @@ def snapshot_inspect(
     from .render_snapshot import print_inspect
 
     report = api.inspect_snapshot(files, size_option(request), top=top, device_total_bytes=size_option(device_total))
-    print_json(report) if as_json else print_inspect(report)
+    print_json(report) if as_json else print_inspect(report, stacks)
 
 
 @snapshot.command("diff")

@@ -39,7 +39,20 @@ def write_findings_json(result: FindingsResult, since: datetime | None, until: d
         write_atomic(path, text)
 
 
-_CSV_COLUMNS = ("rank", "kind", "subject", "confidence", "impact", "advice", "evidence", "start", "end", "recurring")
+_CSV_COLUMNS = (
+    "rank",
+    "kind",
+    "subject",
+    "title",
+    "summary",
+    "confidence",
+    "impact",
+    "advice",
+    "evidence",
+    "start",
+    "end",
+    "recurring",
+)
 
 
 def write_findings_csv(result: FindingsResult) -> None:
@@ -56,17 +69,18 @@ def write_findings_csv(result: FindingsResult) -> None:
 
 def _heading(number: int, finding: Finding) -> Text:
     heading = Text(f"{number}. ", style="bold")
-    heading.append(visible(finding.subject), style="bold")
-    heading.append(f"  [{finding.kind}]", style="cyan")
-    if finding.window and finding.window.recurring:
-        heading.append(f"  {visible(finding.window.recurring)}", style="magenta")
-    heading.append(f"  confidence {finding.confidence:.2f}, impact {finding.impact:,.0f} OOMs", style="dim")
+    heading.append(visible(finding.title or finding.subject), style="bold")
     return heading
 
 
-def print_findings(result: FindingsResult) -> None:
-    """The data-quality note first (the data behind every finding), then the ranked findings, each as a
-    heading, its evidence and what to do."""
+def _facts(finding: Finding) -> Text:
+    """What it is, how much it explains, how sure: the same words the pages and the JSON carry."""
+    return plain(f"{finding.kind_text} · {finding.impact_text} · confidence {finding.confidence_text}", style="dim")
+
+
+def print_findings(result: FindingsResult, verbose: bool = False) -> None:
+    """The data-quality note first (the data behind every finding), then the ranked findings: each its action
+    (title), what happened, and what to do; why it is believed (the evidence) with `verbose`."""
     console = pipe_console(soft_wrap=False)
     if result.data_quality is not None:
         console.print(plain(result.data_quality.text, style="bold yellow"), end="\n\n")
@@ -76,5 +90,10 @@ def print_findings(result: FindingsResult) -> None:
         return
     for number, finding in enumerate(found, start=1):
         console.print(_heading(number, finding))
-        console.print(Padding(plain(finding.evidence), (0, 0, 0, 4)))
+        console.print(Padding(plain(finding.summary), (0, 0, 0, 4)))
+        console.print(Padding(_facts(finding), (0, 0, 0, 4)))
+        if verbose:
+            console.print(Padding(plain("why: " + finding.evidence), (0, 0, 0, 4)))
         console.print(Padding(plain("-> " + finding.advice, style="green"), (0, 0, 1, 4)))
+    if not verbose:
+        console.print(plain("(--verbose: why each finding is believed)", style="dim"))

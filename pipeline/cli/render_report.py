@@ -35,9 +35,9 @@ def print_demo(result: DemoResult, top: int = 5) -> None:
     others = [path for path in result.written if path not in {page for page, _ in result.pages}]
     console.print(f"with the same data as JSON: {', '.join(path.name for path in others)}")
     table = Table(title=f"Top findings ({len(result.findings)} in all)", show_lines=False)
-    for column in ("#", "kind", "action"):
+    for column in ("#", "what to do", "impact"):
         table.add_column(column)
     for finding in result.findings[:top]:
-        table.add_row(str(finding["rank"]), str(finding["kind"]).replace("_", " "), str(finding["action"]))
+        table.add_row(str(finding["rank"]), str(finding["title"]), str(finding["impact_text"]))
     console.print(table)
     console.print(f"open {result.written[0]} in a browser for the weekly report")

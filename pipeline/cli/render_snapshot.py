@@ -7,8 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..units import format_bytes
-from .terminal import pipe_console
+from ..units import format_bytes, format_share
+from .terminal import fold_name, pipe_console
 
 
 def human_bytes(value: float | None) -> str:
@@ -49,11 +49,18 @@ def _pools_table(report: dict[str, Any]) -> Table:
     return table
 
 
-def _sites_table(title: str, rows: list[dict[str, Any]], columns: list[tuple[str, str, bool]]) -> Table:
+def _sites_table(
+    title: str, rows: list[dict[str, Any]], columns: list[tuple[str, str, bool]], width: int = 80
+) -> Table:
+    """Sites and their numbers; a site too long for what the other columns leave of `width` is folded at its
+    separators (terminal.fold_name), never inside a name."""
+    cells = [[human_bytes(row[key]) if is_bytes else str(row[key]) for _, key, is_bytes in columns] for row in rows]
+    others = sum(max([len(c[0]), *(len(r[i]) for r in cells)]) + 3 for i, c in enumerate(columns) if i)
+    budget = width - others - 4  # the first column's borders and padding
     table = Table(*(c[0] for c in columns), title=title, title_justify="left")
-    table.columns[0].overflow = "fold"  # a site is only useful whole
-    for row in rows:
-        table.add_row(*(human_bytes(row[key]) if is_bytes else str(row[key]) for _, key, is_bytes in columns))
+    table.columns[0].overflow = "fold"
+    for row in cells:
+        table.add_row(fold_name(row[0], budget), *row[1:])
     return table
 
 
@@ -72,18 +79,28 @@ def _ooms_table(report: dict[str, Any]) -> Table:
     return table
 
 
-def _print_suspects(console: Console, suspects: list[dict[str, Any]]) -> None:
+def _print_suspects(console: Console, suspects: list[dict[str, Any]], stacks: bool = False) -> None:
     """Each suspect as a heading line (site, confidence, live bytes) and its reasons below: the reasons are
-    prose, too long for a table column in a terminal."""
+    prose, too long for a table column in a terminal. With `stacks`, its largest live stack, innermost first."""
     console.print("leak suspects")
     for suspect in suspects:
         console.print(
-            f"  {suspect['site']}  {suspect['confidence']:.0%} sure, {human_bytes(suspect['live_bytes'])} live",
+            f"  {suspect['site']}  {format_share(suspect['confidence'])} sure, "
+            f"{human_bytes(suspect['live_bytes'])} live",
             markup=False,
         )
         if suspect.get("caller") and suspect["caller"] != suspect["site"]:
             console.print(f"    called from {suspect['caller']} (the service's own code)", markup=False)
         console.print(f"    {suspect['reason']}", markup=False)
+        if stacks:
+            frames = suspect.get("stack") or []
+            console.print(
+                f"    stack ({len(frames)} frames, innermost first):" if frames else "    no stack", markup=False
+            )
+            for frame in frames:
+                mark = "  <- the service's own code" if frame == suspect.get("caller") else ""
+                text = fold_name(frame + mark, console.width - 6).replace("\n", "\n      ")
+                console.print(f"      {text}", markup=False)
 
 
 def _series_table(series: dict[str, Any]) -> Table:
@@ -120,8 +137,8 @@ def no_suspect_reason(basis: dict[str, Any]) -> str:
     return f"no site holds memory of more requests than are in flight, or grew; judged from {seen}{across}"
 
 
-def print_inspect(report: dict[str, Any]) -> None:
-    """State, pools, top sites, leak suspects, OOM moments and the fit verdict, as tables."""
+def print_inspect(report: dict[str, Any], stacks: bool = False) -> None:
+    """State, pools, top sites, leak suspects (with their stacks when asked), OOM moments and the fit verdict."""
     console = pipe_console(soft_wrap=True)
     console.print(_state_table(report))
     console.print(_pools_table(report))
@@ -130,12 +147,13 @@ def print_inspect(report: dict[str, Any]) -> None:
             "top allocation sites (live)",
             report["top_sites"],
             [("site", "site", False), ("bytes", "bytes", True), ("blocks", "blocks", False)],
+            console.width,
         )
     )
     if report.get("series"):
         console.print(_series_table(report["series"]))
     if report["leak_suspects"]:
-        _print_suspects(console, report["leak_suspects"])
+        _print_suspects(console, report["leak_suspects"], stacks)
     else:
         console.print(f"leak suspects: none ({no_suspect_reason(report['leak_basis'])})", markup=False)
     unplaced = report["leak_basis"]["no_stack_bytes"]
@@ -175,6 +193,7 @@ def print_diff(diff: dict[str, Any]) -> None:
                 ("change", "delta_bytes", True),
                 ("blocks change", "delta_blocks", False),
             ],
+            console.width,
         )
     )
     if diff.get("leak_suspects"):

@@ -25,6 +25,26 @@ def visible(value: object) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
+# Where a long name (a path, file:function:line) may be folded: after a separator, never inside a word.
+_SEPARATOR = re.compile(r"(?<=[/\\:, ])")
+ELLIPSIS = "\u2026"
+
+
+def fold_name(text: str, width: int) -> str:
+    """`text` on lines of at most `width` characters, broken after its separators (`/`, `\\`, `:`, `,`, space)
+    so that no name is split; a single name longer than `width` is cut with an ellipsis."""
+    width = max(width, 8)
+    lines, line = [], ""
+    for piece in _SEPARATOR.split(text):
+        if len(piece) > width:
+            piece = piece[: width - 1] + ELLIPSIS
+        if line and len(line) + len(piece) > width:
+            lines.append(line)
+            line = ""
+        line += piece
+    return "\n".join([*lines, line])
+
+
 def plain(value: object, style: str = "") -> Text:
     """A rich Text of `visible(value)`: no markup is read in it."""
     from rich.text import Text

@@ -11,8 +11,10 @@ import duckdb
 from ..analyses.fleet.whole_history import whole_history_once
 from ..analyses.shared import shared_results
 from ..units import format_bytes
+from . import wording
 from .finding import Finding, rank
 from .grouping import group_by_scope
+from .leak_site import leak_site
 
 # The modules of this package that report findings, each with `findings(con, since, until) -> list[Finding]`.
 FINDERS: tuple[str, ...] = (
@@ -39,7 +41,19 @@ def collect_findings(
         for name in FINDERS:
             module = import_module(f".{name}", __package__)
             found.extend(module.findings(con, since, until))
-    return merge_related(rank(group_by_scope(fold_cache_forecasts(found))))
+    return present(con, merge_related(rank(group_by_scope(fold_cache_forecasts(found)))))
+
+
+def present(con: duckdb.DuckDBPyConnection, found: list[Finding]) -> list[Finding]:
+    """The final findings, each with its title and summary written (findings.wording), a leak's with the
+    allocation site a snapshot shows (`metrics.leak_site`): the words every output quotes."""
+    out = []
+    for finding in found:
+        if finding.kind == "leak":
+            site = leak_site(con, list(finding.metrics.get("instances") or []))
+            finding = replace(finding, metrics={**finding.metrics, "leak_site": site})
+        out.append(replace(finding, title=wording.title(finding), summary=wording.summary(finding)))
+    return out
 
 
 def fold_cache_forecasts(found: list[Finding]) -> list[Finding]:

@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
+from . import wording
+
 # The kinds `oomlab findings` reports; a JSON consumer can switch on these names.
 KINDS: tuple[str, ...] = (
     "periodic_window",
@@ -46,16 +48,40 @@ class Finding:
     impact: float
     window: Window | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
+    # Written once the findings are final (findings.wording via collect): what to do, and what happened.
+    title: str = ""
+    summary: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown finding kind {self.kind!r}")
         if not 0.0 <= self.confidence <= 1.0:
             raise ValueError(f"confidence {self.confidence} is not within 0..1")
+        # a finding made anywhere reads in words; collect.present rewrites them once the findings are final
+        if not self.title:
+            object.__setattr__(self, "title", wording.title(self))
+        if not self.summary:
+            object.__setattr__(self, "summary", wording.summary(self))
+
+    @property
+    def impact_text(self) -> str:
+        """The impact with its unit ("115 OOMs"), as every output writes it."""
+        return wording.impact_text(self)
+
+    @property
+    def confidence_text(self) -> str:
+        """The confidence as every output writes it ("97 %")."""
+        return wording.confidence_text(self.confidence)
+
+    @property
+    def kind_text(self) -> str:
+        """The kind in words ("another process on the GPU")."""
+        return wording.kind_words(self.kind)
 
     def to_json(self) -> dict[str, Any]:
         """The documented JSON shape (docs/findings.md)."""
         data = asdict(self)
+        data.update(impact_text=self.impact_text, confidence_text=self.confidence_text, kind_text=self.kind_text)
         window = data.pop("window")
         data["window"] = (
             None

@@ -43,6 +43,21 @@ def findings(
     ]
 
 
+def card_cap(
+    con: duckdb.DuckDBPyConnection, since: datetime, until: datetime, device_total: int, model_version: str | None
+) -> Finding | None:
+    """The threshold finding over [since, until) for a card of `device_total` bytes (the one for the model
+    version, else the card-wide one) that sets a cap, or None: what an incident quotes of its week."""
+    mine = [
+        f
+        for f in findings(con, since, until)
+        if f.metrics.get("device_total") == device_total
+        and f.metrics.get("cap")
+        and f.metrics.get("model_version") in (None, model_version)
+    ]
+    return min(mine, key=lambda f: f.metrics.get("model_version") is None, default=None)
+
+
 # Every OOM request, and each card's first and last request, in the window: few rows, read once.
 
 

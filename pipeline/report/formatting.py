@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from ..findings.wording import cause_words, confidence_text
 from ..units import format_bytes
 
 MISSING = "\u2013"  # an en dash: an unknown value, not zero
@@ -44,10 +45,12 @@ def moment(value: Any) -> str:
     return f"{value:%Y-%m-%d %H:%M} UTC" if isinstance(value, datetime) else str(value)
 
 
-def file_name(path: object) -> str:
-    """The last part of a stored path, whatever the separator of the machine that ingested it: reports show
-    file names, not a machine's folders."""
-    return str(path or "").replace("\\", "/").rsplit("/", 1)[-1]
-
-
-FILTERS = {"size": size, "number": number, "percent": percent, "change": change, "moment": moment}
+FILTERS = {
+    "size": size,
+    "number": number,
+    "percent": percent,
+    "change": change,
+    "moment": moment,
+    "confidence": confidence_text,  # one format for confidence everywhere (findings.wording)
+    "cause": cause_words,
+}

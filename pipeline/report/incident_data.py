@@ -5,7 +5,7 @@ JSON-able like the weekly document; the HTML layer draws only from it.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime, time, timedelta
 from typing import Any
 
 import duckdb
@@ -15,11 +15,15 @@ from ..analyses.fleet.allocator_series import allocator_series, instance_moments
 from ..analyses.fleet.allocator_settings import instance_settings
 from ..analyses.fleet.classify import classify_ooms
 from ..errors import OomlabError
+from ..findings.prompt_threshold import card_cap
+from ..findings.wording import title
 from ..load.sql import sql_text
+from ..units import file_name
 from .downsample import downsample
-from .formatting import file_name
+from .formatting import moment, size
 from .incident_snapshot import snapshot_view
 from .next_steps import next_steps
+from .weekly_data import report_window
 
 # The classification runs up to the event itself: [since, until) ends just after it.
 _JUST_AFTER = timedelta(microseconds=1)
@@ -79,13 +83,56 @@ def incident_data(
         "event": {k: v for k, v in event.items() if k not in {"message"}},
         "message": event["message"],
         "decoded": decoded_fields(event),
+        "summary": incident_summary(event),
         "verdict": verdict,
         "timeline": timeline(con, event) if ts else None,
         "snapshot": snapshot,
         "allocator": allocator_view(con, event["instance"]),
         "similar": similar_incidents(classified, event),
-        "next_steps": next_steps(verdict, event, snapshot, instance_settings(con, event["instance"], ts)),
+        "next_steps": next_steps(
+            verdict, event, snapshot, instance_settings(con, event["instance"], ts), week_cap(con, event, verdict)
+        ),
     }
+
+
+def incident_summary(event: dict[str, Any]) -> str:
+    """One sentence of what happened: who asked for how much, against what was held and free."""
+    parts = [f"{moment(event['ts'])}: {event['instance']}"]
+    if event.get("model_version"):
+        parts.append(f" ({event['model_version']})")
+    parts.append(f" asked for {size(event['requested_bytes'])}" if event.get("requested_bytes") else " ran out")
+    if event.get("tokens"):
+        parts.append(f" serving {event['tokens']:,} batch x (input + output) tokens")
+    held = [
+        f"{size(event[key])} {words}"
+        for key, words in (
+            ("allocated_bytes", "allocated"),
+            ("reserved_bytes", "reserved"),
+            ("other_bytes", "held by other processes"),
+        )
+        if event.get(key)
+    ]
+    if held:
+        parts.append(f" with {', '.join(held)}")
+    if event.get("free_bytes") is not None and event.get("device_total_bytes"):
+        parts.append(f"; {size(event['free_bytes'])} of the card's {size(event['device_total_bytes'])} was free")
+    if event.get("cap_bytes"):
+        parts.append(f", but the process was capped at {size(event['cap_bytes'])}")
+    return "".join(parts) + "."
+
+
+def week_cap(con: duckdb.DuckDBPyConnection, event: dict[str, Any], verdict: dict[str, Any]) -> dict[str, Any] | None:
+    """For a request too large for its card: the cap that the weekly report of the event's week (the 7 days up
+    to the midnight after it, as `report weekly` picks by default) sets for the card, in that finding's own
+    words, so the incident and the week say one number; None without one."""
+    ts, total = event["ts"], event.get("device_total_bytes")
+    if verdict.get("cause") not in ("capacity", "transient_peak") or ts is None or total is None:
+        return None
+    week = report_window(con, None, datetime.combine(ts.date(), time()) + timedelta(days=1))
+    finding = card_cap(con, week.since, week.until, int(total), event.get("model_version"))
+    if finding is None:
+        return None
+    return {"title": title(finding), "cap": finding.metrics["cap"], "since": week.since, "until": week.until}
 
 
 def allocator_view(con: duckdb.DuckDBPyConnection, instance: str | None) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ from ..analyses.snapshot.ooms import oom_moments
 from ..analyses.snapshot.series import instance_series, series_dict
 from ..analyses.snapshot.state import snapshot_state, would_fit
 from ..analyses.snapshot.timeline import timeline
-from .formatting import file_name
+from ..units import file_name
 from .snapshots import snapshots_in_window, top_sites
 
 SUSPECTS = 5

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..analyses.fleet.allocator_settings import AllocatorSettings
 from ..findings.allocator_advice import EXPANDABLE, fragmentation_step
-from .actions import leak_place
+from ..findings.wording import leak_place
 from .formatting import size
 
 
@@ -15,10 +15,12 @@ def next_steps(
     event: dict[str, Any],
     snapshot: dict[str, Any] | None,
     settings: AllocatorSettings | None = None,
+    cap: dict[str, Any] | None = None,
 ) -> list[str]:
     """Ordered steps for the cause the classifier found, then what would confirm it; `settings` are the allocator
-    options the instance ran with (an option already on is not advised again)."""
-    steps = list(_by_cause(verdict, event, snapshot, settings or AllocatorSettings()))
+    options the instance ran with (an option already on is not advised again); `cap` the week's cap for the
+    card (incident_data.week_cap), quoted as the weekly report states it."""
+    steps = list(_by_cause(verdict, event, snapshot, settings or AllocatorSettings(), cap))
     if snapshot is None:
         steps.append(
             "Capture a snapshot on the next OOM (oomlab.capture with snapshots on) to see the allocator's "
@@ -28,7 +30,11 @@ def next_steps(
 
 
 def _by_cause(
-    verdict: dict[str, Any], event: dict[str, Any], snapshot: dict[str, Any] | None, settings: AllocatorSettings
+    verdict: dict[str, Any],
+    event: dict[str, Any],
+    snapshot: dict[str, Any] | None,
+    settings: AllocatorSettings,
+    cap: dict[str, Any] | None,
 ) -> list[str]:
     cause = verdict.get("cause")
     instance, version = event.get("instance"), event.get("model_version") or "this model version"
@@ -51,10 +57,8 @@ def _by_cause(
             "them; empty_cache() does not help while a segment holds one live block.",
         ]
     if cause in ("capacity", "transient_peak"):
-        tokens = event.get("tokens")
-        cap = f" below {int(tokens * 0.9):,} batch x tokens" if tokens else ""
         return [
-            f"Cap request size{cap} on {instance} (admission control with a queue rather than a smaller batch).",
+            _cap_step(event, cap),
             "If such requests must be served, move the model to a card with 1.3-1.5x its measured peak.",
         ]
     if cause == "external_pressure":
@@ -78,6 +82,24 @@ def _by_cause(
         "The numbers do not single out a cause: compare with the similar incidents below and capture a "
         "snapshot on the next failure."
     ]
+
+
+def _cap_step(event: dict[str, Any], cap: dict[str, Any] | None) -> str:
+    """The week's cap in its finding's words when there is one; else below this request's own size."""
+    tokens = event.get("tokens")
+    this = (
+        f"this request was {tokens:,} batch x (input + output) tokens" if tokens else "this request's size is unknown"
+    )
+    if cap is not None:
+        return (
+            f"{cap['title']}, as the weekly report for {cap['since']:%Y-%m-%d} to {cap['until']:%Y-%m-%d} finds; "
+            f"{this}. Queue larger requests (admission control) rather than shrinking the batch."
+        )
+    below = f" below this request's {tokens:,} batch x (input + output) tokens" if tokens else ""
+    return (
+        f"Cap request size{below} on {event.get('instance')} (admission control with a queue rather than a smaller "
+        "batch); no weekly finding sets a cap for this card yet."
+    )
 
 
 def _suspect(snapshot: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -4,9 +4,12 @@ wide result printed as a wall of empty cells on an 80-column terminal."""
 
 from __future__ import annotations
 
+from click.testing import CliRunner
+
 from oomlab.api import FindingsResult
+from oomlab.cli.main import cli
 from oomlab.cli.render_findings import print_findings
-from oomlab.cli.terminal import visible
+from oomlab.cli.terminal import fold_name, visible
 from oomlab.findings.finding import Finding, Window
 
 from conftest import H200
@@ -41,6 +44,38 @@ def test_a_wide_result_is_printed_record_by_record(run_cli, db) -> None:
 
 def test_findings_print_evidence_from_logs_as_text(capsys) -> None:
     finding = Finding("leak", "model_version [bold]v1[/bold]", HOSTILE, "restart \x1b[2J", 0.9, 3.0, Window(None, None))
-    print_findings(FindingsResult([finding], None))
+    print_findings(FindingsResult([finding], None), verbose=True)
     out = capsys.readouterr().out
     assert "[bold]v1[/bold]" in out and "[red]gone[/red]" in out and "\x1b[2J" not in out
+
+
+def test_fold_name_breaks_only_after_separators() -> None:
+    frame = "/opt/torch/.venv/lib/python3.12/site-packages/torch/nn/modules/module.py:_call_impl:1790"
+    lines = fold_name(frame, 40).split("\n")
+    assert "".join(lines) == frame and all(len(line) <= 40 for line in lines)
+    assert all(line.endswith(("/", ":")) for line in lines[:-1]) and lines[-1] == "module.py:_call_impl:1790"
+    assert fold_name("a" * 30, 10) == "a" * 9 + "\u2026"  # one name longer than the line: cut, marked
+
+
+def test_snapshot_sites_fold_whole_at_80_columns(monkeypatch) -> None:
+    """The real H200 snapshot's sites on an 80-column terminal: `modeling_llama.py:forward:122` was printed as
+    `forward:12` and `2` on the next line; each site now reads whole when its lines are joined, and each
+    frame of `--stacks` too."""
+    monkeypatch.setenv("COLUMNS", "80")
+    snapshot = H200 / "serve_leak" / "snapshot_first_oom.pickle.gz"
+    result = CliRunner().invoke(cli, ["snapshot", "inspect", str(snapshot), "--stacks"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    table = result.stdout.split("top allocation sites (live)")[1].split("leak suspects")[0]
+    cells = [line.split("│")[1].strip() for line in table.splitlines() if line.startswith("│")]
+    sites, current = [], ""
+    for cell, line in zip(cells, [line for line in table.splitlines() if line.startswith("│")], strict=True):
+        current += cell
+        if line.split("│")[2].strip():  # a row's first line carries its bytes; continuation lines do not
+            sites.append(current)
+            current = ""
+        elif sites:
+            sites[-1] += cell
+            current = ""
+    assert "transformers/models/llama/modeling_llama.py:forward:122" in sites
+    assert all(len(line) <= 80 for line in result.stdout.splitlines() if line.startswith(("│", "      /")))
+    assert "      /srv/app/scenarios.py:generate:117  <- the service's own code" in result.stdout.splitlines()

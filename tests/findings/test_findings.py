@@ -35,7 +35,11 @@ def test_the_document_has_the_documented_shape(document):
     assert set(document) == {"generated_at", "since", "until", "data_quality", "findings"}
     assert document["data_quality"] is None  # the sample fleet and the real H200 logs: nothing set aside
     for finding in document["findings"]:
-        assert set(finding) == {"kind", "subject", "window", "metrics", "evidence", "confidence", "advice", "impact"}
+        assert set(finding) == {
+            *("kind", "subject", "window", "metrics", "evidence", "confidence", "advice", "impact"),
+            *("title", "summary", "impact_text", "confidence_text", "kind_text"),
+        }
+        assert finding["title"] and finding["summary"].endswith(".") and finding["impact_text"]
         assert finding["kind"] in KINDS and 0 <= finding["confidence"] <= 1
         assert finding["evidence"] and finding["advice"]
     scores = [f["impact"] * f["confidence"] for f in document["findings"]]

@@ -54,7 +54,7 @@ def test_demo_writes_the_weekly_report_of_the_fleets_last_week_and_an_incident(d
     assert recorded["verdict"]["cause"] == "leak" and recorded["event"]["request_id"] == "gpu-a-0-00039"
     assert recorded["snapshot"]["info"]["file"] == "gpu-a-0.snapshot_first_oom.pickle.gz"
     assert weekly["window"] == {"since": "2026-11-16T00:00:00", "until": "2026-11-23T00:00:00"}
-    assert [f["action"] for f in demo.findings] == [f["action"] for f in weekly["findings"]]
+    assert [f["title"] for f in demo.findings] == [f["title"] for f in weekly["findings"]]
 
 
 def test_the_demo_names_each_page_and_leaves_nothing_behind(demo):
@@ -113,8 +113,8 @@ def test_headline_counts_match_the_database(demo, weekly):
 
 
 def test_findings_carry_the_planted_truths_as_actions(weekly):
-    actions = [f["action"] for f in weekly["findings"]]
-    assert re.fullmatch(r"Cap batch x tokens at [\d,]+ on A10 24 GB", actions[0])
+    actions = [f["title"] for f in weekly["findings"]]
+    assert re.fullmatch(r"Cap batch x \(input \+ output\) tokens at [\d,]+ on A10 24 GB", actions[0])
     assert "Move nightly-backup out of its window (daily 01:00-02:30 UTC)" in actions
     assert "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True on a100-05" in actions
     assert "Fix the leak in assist-1.8b-v1.5" in actions

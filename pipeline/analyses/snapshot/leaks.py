@@ -25,6 +25,7 @@ DEFAULT_WINDOWS = 10
 SUSPECT_COLUMNS = (
     "site",
     "caller",
+    "stack",
     "confidence",
     "reason",
     "path",
@@ -115,7 +116,7 @@ def leak_judgement(
             rows.append({**site, "confidence": verdict.confidence, "reason": verdict.reason, "basis": basis.trace})
     schema = {name: evidence.schema.get(name, pl.Int64) for name in SUSPECT_COLUMNS}
     schema.update(confidence=pl.Float64, reason=pl.String, basis=pl.String, series_growth_bytes=pl.Int64)
-    schema.update(caller=pl.String)
+    schema.update(caller=pl.String, stack=pl.List(pl.String))
     suspects = pl.DataFrame([{name: row.get(name) for name in SUSPECT_COLUMNS} for row in rows], schema=schema)
     return suspects.sort(["confidence", "live_bytes", "site"], descending=[True, True, False]), basis
 
