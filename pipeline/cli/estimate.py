@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
-from .options import DB_OPTION, size_option
+from .options import DB_OPTION, WholeHelpGroup, size_option
 
 if TYPE_CHECKING:
     from ..analyses.fleet.sizing import Card
@@ -135,7 +135,7 @@ def _check_shape(model_path: str | None, params: int | None, dtype: str | None, 
         raise click.UsageError(f"give --model CONFIG.JSON, or the shape: missing {', '.join(missing)}")
 
 
-@click.group()
+@click.group(cls=WholeHelpGroup)
 def alerts() -> None:
     """Alerting rules derived from the fleet's data."""
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from .options import DB_OPTION
+from .options import DB_OPTION, WholeHelpGroup
 
 
-@click.group()
+@click.group(cls=WholeHelpGroup)
 def lake() -> None:
     """The Parquet lake: the normalized tables as Hive-partitioned Parquet that DuckDB, Spark, Trino and
     Athena read as they are."""

@@ -20,6 +20,7 @@ from .options import (
     FORMAT_OPTION,
     QUERY_ROW_LIMIT,
     QUERY_TIMEOUT_S,
+    WholeHelpGroup,
     one_source,
     size_option,
 )
@@ -34,22 +35,12 @@ if TYPE_CHECKING:
 PIPE_CLOSED_EXIT = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader closed the pipe (`| head`)
 
 
-class OomlabGroup(click.Group):
+class OomlabGroup(WholeHelpGroup):
     """The one place that turns oomlab's errors into one-line messages (exit 1); --debug re-raises. A reader that
     closes the pipe (`oomlab findings | head`) ends the run quietly with PIPE_CLOSED_EXIT. Its help lists each
     command with the whole first sentence of its description, wrapped, never cut."""
 
     group_class = type  # subgroups (snapshot, lake, report) are OomlabGroups too
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = []
-        for name in self.list_commands(ctx):
-            command = self.get_command(ctx, name)
-            if command is not None and not command.hidden:
-                rows.append((name, _first_sentence(command.short_help or command.help or "")))
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -75,14 +66,6 @@ class OomlabGroup(click.Group):
 def cli(ctx: click.Context, debug: bool) -> None:
     """Find out why GPU inference services run out of memory."""
     ctx.obj = {"debug": debug}
-
-
-def _first_sentence(text: str) -> str:
-    """The first sentence of a command's description (up to a full stop that ends a word, or its first
-    paragraph), on one line."""
-    paragraph = " ".join(text.strip().split("\n\n", 1)[0].split())
-    end = paragraph.find(". ")
-    return paragraph if end < 0 else paragraph[: end + 1]
 
 
 def _quiet_closed_pipe() -> None:

@@ -5,6 +5,30 @@ from __future__ import annotations
 import click
 from click.core import ParameterSource
 
+
+class WholeHelpGroup(click.Group):
+    """A command group whose help lists each command with the whole first sentence of its description,
+    wrapped, never cut (click cuts short help at 45 characters)."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, first_sentence(command.short_help or command.help or "")))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a command's description (up to a full stop that ends a word, or its first
+    paragraph), on one line."""
+    paragraph = " ".join(text.strip().split("\n\n", 1)[0].split())
+    end = paragraph.find(". ")
+    return paragraph if end < 0 else paragraph[: end + 1]
+
+
 DB_OPTION = click.option(
     "--db",
     "db_path",

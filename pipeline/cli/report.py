@@ -6,7 +6,7 @@ from datetime import datetime
 
 import click
 
-from .options import AGGREGATES_OPTION, DB_OPTION, one_source
+from .options import AGGREGATES_OPTION, DB_OPTION, WholeHelpGroup, one_source
 
 OUT_OPTION = click.option(
     "-o",
@@ -22,7 +22,7 @@ JSON_OPTION = click.option(
 )
 
 
-@click.group()
+@click.group(cls=WholeHelpGroup)
 def report() -> None:
     """Render HTML and JSON reports from the database."""
 

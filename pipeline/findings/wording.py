@@ -89,6 +89,9 @@ def title(finding: Finding) -> str:
     match finding.kind:
         case "prompt_threshold" if m.get("cap"):
             return f"Cap {_metric(m)} at {m['cap']:,} on {subject_words(finding.subject)}"
+        case "leak" if m.get("models"):  # findings.swap_leak: the model swaps of one process leak
+            held = format_bytes_short(m.get("growth_bytes_per_return") or 0)
+            return f"Unload each model fully before the next on {m['instance']}: every return held {held} more"
         case "leak":
             version = finding.subject.removeprefix("model_version ")
             return f"Fix the leak{leak_place(m.get('leak_site'))} in {version}"
@@ -151,11 +154,10 @@ def summary(finding: Finding) -> str:
                 f"{m.get('largest_success', 0):,}."
             )
         case "leak" if m.get("leaking_lifetimes"):
-            rate = format_bytes_short(m.get("median_slope_bytes_per_hour") or 0)
             return (
                 f"{m['leaking_lifetimes']} of {m.get('lifetimes', 0)} process lifetimes of "
                 f"{finding.subject.removeprefix('model_version ')} on {', '.join(m.get('instances') or [])} grew by "
-                f"about {rate}/h and never gave it back; {m.get('leak_ooms', 0):,} OOMs{when}."
+                f"about {_leak_rate(m)} and never gave it back; {m.get('leak_ooms', 0):,} OOMs{when}."
             )
         case "scheduled_job" if m.get("name") and m.get("ooms_in") is not None:
             return (
@@ -164,10 +166,11 @@ def summary(finding: Finding) -> str:
                 f"{m.get('expected_in') or 0:.0f}."
             )
         case "fragmentation" if m.get("median_unallocated_bytes") is not None:
+            strongest = f" on {m['instance']}" if finding.metrics.get("per_host") else ""
             return (
-                f"{m.get('ooms', 0):,} OOMs on {hosts_of(finding)}{when} failed with a median "
-                f"{format_bytes_short(m['median_unallocated_bytes'])} reserved but unallocated, "
-                f"{m.get('median_unallocated_to_requested') or 0:,.0f}x the request: no free block was large enough."
+                f"{round(finding.impact):,} OOMs on {hosts_of(finding)}{when} failed with memory reserved but "
+                f"unallocated (median {format_bytes_short(m['median_unallocated_bytes'])}{strongest}, "
+                f"{m.get('median_unallocated_to_requested') or 0:,.0f}x the request): no free block was large enough."
             )
         case "cache_growth" if m.get("reserved_end_bytes") is not None:
             strongest = (
@@ -202,14 +205,28 @@ def _numbers(finding: Finding) -> dict[str, Any]:
     return {**strongest, **finding.metrics}
 
 
+def _leak_rate(metrics: dict[str, Any]) -> str:
+    """The median growth in the unit the leak analysis measured it in (per hour, or per request for a capture
+    too short to rate by the clock)."""
+    if metrics.get("rate_unit") == "request":
+        return f"{format_bytes_short(metrics.get('median_growth_bytes_per_request') or 0)} per request"
+    return f"{format_bytes_short(metrics.get('median_slope_bytes_per_hour') or 0)}/h"
+
+
 def _when(finding: Finding) -> str:
+    """`, 2026-11-16 00:29 to 2026-11-22 20:22 UTC` (the end's date left out on the same day, the end left out
+    in the same minute), or the recurring rule."""
     window = finding.window
     if window is None or window.start is None:
         return ""
     if window.recurring:
         return f", {window.recurring}"
-    end = f" to {window.end:%Y-%m-%d %H:%M}" if window.end and window.end != window.start else ""
-    return f", {window.start:%Y-%m-%d %H:%M}{end} UTC"
+    start, end = f"{window.start:%Y-%m-%d %H:%M}", ""
+    if window.end is not None:
+        end_text = f"{window.end:%Y-%m-%d %H:%M}"
+        same_day = end_text[:10] == start[:10]
+        end = "" if end_text == start else f" to {end_text[11:] if same_day else end_text}"
+    return f", {start}{end} UTC"
 
 
 def _first_clause(evidence: str) -> str:

@@ -97,3 +97,16 @@ def test_help_lists_each_commands_whole_first_sentence():
            "--lake, a Parquet lake)." in joined  # fmt: skip
     assert "weekly One run of the weekly review job: ingest what is new, render the week's report, its incident " \
            "pages and the index." in joined  # fmt: skip
+
+
+def test_subgroup_help_lists_whole_first_sentences_too():
+    """`oomlab report --help` cut "One OOM explained: the message decoded, its cause and..." (click's 45
+    characters); every group now lists whole first sentences."""
+    for group in ("report", "lake", "snapshot", "alerts"):
+        done = _oomlab(group, "--help")
+        assert done.returncode == 0, group
+        listing = done.stdout.split("Commands:", 1)[1]
+        assert not [line for line in listing.splitlines() if line.rstrip().endswith("...")], group
+    joined = " ".join(_oomlab("report", "--help").stdout.split())
+    assert "incident One OOM explained: the message decoded, its cause and evidence, the hours around it, the " \
+           "snapshot." in joined  # fmt: skip
