@@ -16,8 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from oomlab import api
-
 from conftest import H200
 
 FLEET_WEEK = ("2026-11-16", "2026-11-23")
