@@ -34,9 +34,12 @@ def base_layout(x_title: str, y_title: str, height: int = 360, **extra: Any) -> 
         "font": {"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 12},
         "paper_bgcolor": "white",
         "plot_bgcolor": "white",
-        "xaxis": {"title": {"text": x_title}, "gridcolor": "#eee", "zeroline": False},
+        # tick labels flat or upright, never slanted: a slanted label's box covers its neighbours', and on a narrow
+        # page plotly's slant was not enough to keep bucket names apart
+        "xaxis": {"title": {"text": x_title}, "gridcolor": "#eee", "zeroline": False, "autotickangles": [0, 90]},
         "yaxis": {"title": {"text": y_title}, "gridcolor": "#eee", "zeroline": False},
-        "legend": {"orientation": "h", "y": -0.22},
+        # above the plot: a legend below it met the x axis title wherever narrow pages stack ticks (420 px)
+        "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02, "yanchor": "bottom"},
         "hovermode": "closest",
     }
     for key, value in extra.items():

@@ -66,7 +66,7 @@ def timeline_chart(tl: dict[str, Any], event: dict[str, Any]) -> dict[str, Any] 
                 "line": {"color": "#444", "dash": "dot", "width": 1},
             }
         )
-    shapes, notes = [], []
+    shapes = []
     for at, eid in zip(tl["ooms"]["ts"], tl["ooms"]["event_id"], strict=True):
         mine = eid == event["event_id"]
         shapes.append(
@@ -81,6 +81,9 @@ def timeline_chart(tl: dict[str, Any], event: dict[str, Any]) -> dict[str, Any] 
                 "line": {"color": OOM_COLOR, "width": 2.5 if mine else 1, "dash": "solid" if mine else "dot"},
             }
         )
+    # each job shaded in its own colour and named once in the legend: names written at the top of the plot
+    # overprinted each other where two jobs overlap, and met the legend
+    colors = _job_colors(tl["jobs"])
     for job in tl["jobs"]:
         shapes.append(
             {
@@ -91,25 +94,42 @@ def timeline_chart(tl: dict[str, Any], event: dict[str, Any]) -> dict[str, Any] 
                 "x1": job["end_ts"],
                 "y0": 0,
                 "y1": 1,
-                "fillcolor": "rgba(148, 103, 189, 0.12)",
+                "fillcolor": _shade(colors[job["name"]]),
                 "line": {"width": 0},
                 "layer": "below",
             }
         )
-        notes.append(
-            {
-                "x": job["start_ts"],
-                "y": 1,
-                "yref": "paper",
-                "text": job["name"],
-                "showarrow": False,
-                "xanchor": "left",
-                "yanchor": "bottom",
-                "font": {"size": 10, "color": "#6a4c93"},
-            }
-        )
-    layout = base_layout("time (UTC)", "memory (GiB)", height=400, shapes=shapes, annotations=notes)
+    traces += [_job_key(name, color) for name, color in colors.items()]
+    layout = base_layout("time (UTC)", "memory (GiB)", height=400, shapes=shapes)
     return figure(traces, layout)
+
+
+# Job shades: the palette's colours but red (red marks OOMs on this chart).
+_JOB_COLORS = tuple(c for c in PALETTE if c != OOM_COLOR)
+
+
+def _job_colors(jobs: list[dict[str, Any]]) -> dict[str, str]:
+    names = list(dict.fromkeys(job["name"] for job in jobs))
+    return {name: _JOB_COLORS[(i + 4) % len(_JOB_COLORS)] for i, name in enumerate(names)}
+
+
+def _shade(color: str) -> str:
+    """`#rrggbb` as a light fill (rgba, 15 % opaque) that the lines stay readable over."""
+    red, green, blue = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red}, {green}, {blue}, 0.15)"
+
+
+def _job_key(name: str, color: str) -> dict[str, Any]:
+    """A legend entry for a job's shaded windows (a square marker with no point to draw)."""
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "name": f"job {name} (shaded)",
+        "x": [None],
+        "y": [None],
+        "marker": {"symbol": "square", "size": 12, "color": _shade(color).replace("0.15)", "0.45)")},
+        "hoverinfo": "skip",
+    }
 
 
 def replay_chart(replay: dict[str, Any]) -> dict[str, Any]:

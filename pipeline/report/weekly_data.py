@@ -100,8 +100,8 @@ def _document(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> dict[str,
         "findings": finding_entries(found),
         "heatmap": heatmap(con, window),
         "jobs": job_windows(con, window, found),
-        "water": water_series(con, window),
-        "forecast": forecast_rows(con, window),
+        "water": (water := water_series(con, window)),
+        "forecast": forecast_rows(con, window, water),
         "rates": {cut: rate_rows(con, cut, window) for cut in RATE_CUTS},
         "leaks": leak_trends(con, window),
         "snapshots": snapshots,
@@ -224,8 +224,12 @@ def water_series(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> list[d
     return out
 
 
-def forecast_rows(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> list[dict[str, Any]]:
-    """Per device: level now, trend per day and the dates it reaches 80 / 95 % (forecast.py)."""
+def forecast_rows(
+    con: duckdb.DuckDBPyConnection, window: ReportWindow, water: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """Per device: level now, the week's peak (from `water`), trend per day and the dates it reaches 80 / 95 %
+    (forecast.py); a band the device is already at or over reads `already_80` / `already_95` instead of a
+    date, so no date before the forecast's own moment is shown."""
     keep = [
         "instance",
         "gpu_index",
@@ -243,7 +247,20 @@ def forecast_rows(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> list[
         "expected_ooms",
     ]
     table = forecast.forecast(con, window.since, window.until)
-    return table.select([c for c in keep if c in table.columns]).to_dicts()
+    peaks = {
+        (w["instance"], w["gpu_index"]): max((v for v in w["peak_level"] if v is not None), default=None)
+        for w in water or []
+    }
+    rows = table.select([c for c in keep if c in table.columns]).to_dicts()
+    for row in rows:
+        row["peak_level"] = peaks.get((row["instance"], row["gpu_index"]))
+        for band in (80, 95):
+            date = row.get(f"date_{band}")
+            passed = (row["level_now"] or 0) >= band / 100 or (date is not None and date <= row["as_of"])
+            row[f"already_{band}"] = passed
+            if passed:
+                row[f"date_{band}"] = None
+    return rows
 
 
 def rate_rows(con: duckdb.DuckDBPyConnection, cut: str, window: ReportWindow) -> list[dict[str, Any]]:

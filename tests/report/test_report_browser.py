@@ -9,37 +9,16 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from browser import CHROMIUM, REQUIRED, chromium
 
 from conftest import TESTS
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-REQUIRED = os.environ.get("OOMLAB_REQUIRE_BROWSER") == "1"
 ARTIFACTS = Path(os.environ.get("OOMLAB_TEST_ARTIFACTS", TESTS / "artifacts"))
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--no-first-run",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-    "--virtual-time-budget=20000",
-]
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None and not REQUIRED, reason="chromium is not installed")
-
-
-def _chromium(page: Path, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    if CHROMIUM is None:
-        pytest.fail("OOMLAB_REQUIRE_BROWSER=1 but chromium is not installed (apt-get install chromium)")
-    command = [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args, page.resolve().as_uri()]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
 
 
 def _pages(demo_result) -> list[Path]:
@@ -53,7 +32,7 @@ def test_every_report_loads_and_draws_every_chart(demo_result, tmp_path):
     for page in _pages(demo_result):
         charts = re.findall(r'<div id="(chart-[^"]+)" class="chart">', page.read_text())
         assert charts, page.name
-        run = _chromium(page, tmp_path / "profile", "--enable-logging=stderr", "--v=0", "--dump-dom")
+        run = chromium(page, tmp_path / "profile", "--enable-logging=stderr", "--v=0", "--dump-dom")
         assert run.returncode == 0, run.stderr[-2000:]
         console = [line for line in run.stderr.splitlines() if ":CONSOLE" in line]
         assert console == [], f"{page.name}: {console}"
@@ -70,5 +49,5 @@ def test_screenshots_at_1366x768(demo_result, tmp_path):
         for size, suffix in (("1366,768", ""), ("1366,4800", "-full")):
             shot = ARTIFACTS / f"{page.stem}{suffix}.png"
             shot.unlink(missing_ok=True)
-            run = _chromium(page, tmp_path / "profile", f"--window-size={size}", f"--screenshot={shot}")
+            run = chromium(page, tmp_path / "profile", f"--window-size={size}", f"--screenshot={shot}")
             assert run.returncode == 0 and shot.stat().st_size > 20_000, (page.name, run.stderr[-2000:])
