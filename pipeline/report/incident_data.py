@@ -22,7 +22,7 @@ from ..units import file_name
 from .downsample import downsample
 from .formatting import moment, size
 from .incident_snapshot import snapshot_view
-from .next_steps import next_steps
+from .next_steps import headline, next_steps
 from .weekly_data import report_window
 
 # The classification runs up to the event itself: [since, until) ends just after it.
@@ -89,9 +89,12 @@ def incident_data(
         "snapshot": snapshot,
         "allocator": allocator_view(con, event["instance"]),
         "similar": similar_incidents(classified, event),
-        "next_steps": next_steps(
-            verdict, event, snapshot, instance_settings(con, event["instance"], ts), week_cap(con, event, verdict)
+        "next_steps": (
+            steps := next_steps(
+                verdict, event, snapshot, instance_settings(con, event["instance"], ts), week_cap(con, event, verdict)
+            )
         ),
+        "action": dict(zip(("headline", "detail"), headline(steps[0]), strict=True)),
     }
 
 

@@ -84,6 +84,16 @@ def _by_cause(
     ]
 
 
+def headline(step: str) -> tuple[str, str]:
+    """A step as the action to read first (up to its first `: ` or sentence end) and the rest of it."""
+    ends = [i for i in (step.find(": "), step.find(". ")) if i > 0]
+    if not ends:
+        return step.rstrip("."), ""
+    cut = min(ends)
+    rest = step[cut + 2 :]
+    return step[:cut], rest[:1].upper() + rest[1:]
+
+
 def _cap_step(event: dict[str, Any], cap: dict[str, Any] | None) -> str:
     """The week's cap in its finding's words when there is one; else below this request's own size."""
     tokens = event.get("tokens")
@@ -92,7 +102,7 @@ def _cap_step(event: dict[str, Any], cap: dict[str, Any] | None) -> str:
     )
     if cap is not None:
         return (
-            f"{cap['title']}, as the weekly report for {cap['since']:%Y-%m-%d} to {cap['until']:%Y-%m-%d} finds; "
+            f"{cap['title']}. The weekly report for {cap['since']:%Y-%m-%d} to {cap['until']:%Y-%m-%d} sets that cap; "
             f"{this}. Queue larger requests (admission control) rather than shrinking the batch."
         )
     below = f" below this request's {tokens:,} batch x (input + output) tokens" if tokens else ""

@@ -108,11 +108,13 @@ def test_an_incident_quotes_its_weeks_cap(demo_result) -> None:
     incident = json.loads(page.read_text())
     assert incident["verdict"]["cause"] == "capacity"
     first = incident["next_steps"][0]
-    assert first.startswith(cap["title"] + ", as the weekly report for 2026-11-16 to 2026-11-23 finds")
+    assert first.startswith(cap["title"] + ". The weekly report for 2026-11-16 to 2026-11-23 sets that cap")
+    assert incident["action"]["headline"] == cap["title"]
     tokens = incident["event"]["tokens"]
     assert f"this request was {tokens:,} batch x (input + output) tokens" in first
     shown = _flat(html.unescape(page.with_suffix(".html").read_text()))
-    assert _flat(first) in shown and f"confidence {round(100 * incident['verdict']['confidence'])} %" in shown
+    assert _flat(incident["action"]["headline"]) in shown and _flat(incident["action"]["detail"]) in shown
+    assert f"confidence {round(100 * incident['verdict']['confidence'])} %" in shown
     numbers = {n.replace(",", "") for n in NUMBER.findall(first)}
     title_numbers = {n.replace(",", "") for n in NUMBER.findall(cap["title"])}  # 41700, and the card's 10 and 24
     assert str(cap["metrics"]["cap"]) in title_numbers
