@@ -272,7 +272,7 @@ def _demo_pages(
     with connect(db_path, read_only=True) as con:
         window = report_window(con, *(folder_week(con, samples / "fleet") or (None, None)))
         last_day = (window.until - timedelta(microseconds=1)).date()
-        week = f"the sample fleet's week {window.since.date()} to {last_day}"
+        week = f"the week {window.since.date()} to {last_day} of the sample fleet and the real H200 captures"
         tell(f"rendering the weekly report ({week})")
         weekly = build_weekly(con, window.since, window.until)
         written = weekly.write(out / "weekly.html", out / "weekly.json")
@@ -294,8 +294,10 @@ def _demo_pages(
 
 def _incident_line(doc: dict[str, Any]) -> str:
     """An incident page's event in a few words: its cause, where and when."""
+    from .findings.wording import cause_words
+
     event, verdict = doc.get("event") or {}, doc.get("verdict") or {}
-    cause = str(verdict.get("cause") or "unknown cause").replace("_", " ")
+    cause = cause_words(verdict.get("cause"))
     when = str(event.get("ts") or "")[:16].replace("T", " ")
     return f"{cause} on {event.get('instance') or 'an unnamed device'}" + (f" at {when}" if when else "")
 

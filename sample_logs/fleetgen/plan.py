@@ -9,7 +9,7 @@ from .grounding import GIB, MIB
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
-START = datetime(2026, 11, 2, tzinfo=UTC)  # a Monday
+START = datetime(2026, 11, 16, tzinfo=UTC)  # a Monday: the last week holds the real H200 captures (11-30)
 REQUESTS_PER_WEEK = 100_000  # at --scale 1, all instances together: 3 weeks x 33 = 10M requests
 DEFAULT_SCALE = 0.6  # the committed set: 180,000 requests, under 8 MB
 DEPLOY_STEP_MS = 90 * 60_000  # a rolling deploy moves to the next instance every 90 minutes

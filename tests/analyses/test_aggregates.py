@@ -39,11 +39,13 @@ def fleet_requests() -> pl.DataFrame:
 
 @pytest.fixture(scope="module")
 def oom_times() -> list[datetime]:
-    """The time of every planted OOM (request and text logs), from oom_causes.csv.gz."""
+    """The time of every OOM in the database: each planted one of the fleet (request and text logs, from
+    oom_causes.csv.gz) and each of the real H200 request logs (fleet_db holds both; the captures fall in the
+    fleet's last week)."""
     with gzip.open(FLEET / "oom_causes.csv.gz", "rt") as handle:
-        return [
-            datetime.fromisoformat(r["ts"].replace("Z", "+00:00")).replace(tzinfo=None) for r in csv.DictReader(handle)
-        ]
+        planted = [r["ts"] for r in csv.DictReader(handle)]
+    real = [r["ts"] for p in sorted(H200.glob("*/requests.jsonl.gz")) for r in read_jsonl_gz(p) if r["status"] == "oom"]
+    return [datetime.fromisoformat(ts.replace("Z", "+00:00")).replace(tzinfo=None) for ts in planted + real]
 
 
 def _by_key(frame: pl.DataFrame) -> dict:
@@ -154,7 +156,7 @@ def test_batch_tokens_buckets_show_the_a10_threshold(fleet_con) -> None:
 
 
 def test_time_range_is_half_open(fleet_con, fleet_requests) -> None:
-    since, until = datetime(2026, 11, 9), datetime(2026, 11, 16)
+    since, until = datetime(2026, 11, 23), datetime(2026, 11, 30)
     table = oom_rates(fleet_con, "instance", since, until)
     expected = fleet_requests.filter((pl.col("ts") >= since) & (pl.col("ts") < until))
     assert table.filter(pl.col("key").is_in(list(FLEET_INSTANCES)))["requests"].sum() == expected.height
@@ -166,15 +168,15 @@ def test_unknown_dimension_names_the_choices(fleet_con) -> None:
 
 
 def test_weeks_match_the_planted_oom_times(fleet_con, oom_times) -> None:
-    weeks = periods(fleet_con, until=datetime(2026, 11, 23))
-    assert weeks["period_start"].to_list() == [datetime(2026, 11, d) for d in (2, 9, 16)]
-    expected = Counter((t - datetime(2026, 11, 2)).days // 7 for t in oom_times)
+    weeks = periods(fleet_con, until=datetime(2026, 12, 7))
+    assert weeks["period_start"].to_list() == [datetime(2026, 11, 16), datetime(2026, 11, 23), datetime(2026, 11, 30)]
+    expected = Counter((t - datetime(2026, 11, 16)).days // 7 for t in oom_times)
     assert weeks["ooms"].to_list() == [expected[0], expected[1], expected[2]]
-    assert weeks["requests"].sum() == TRUTHS["counts"]["requests"]
+    assert weeks["requests"].sum() == TRUTHS["counts"]["requests"] + 553  # + the real H200 requests
 
 
 def test_week_over_week(fleet_con, fleet_requests, oom_times) -> None:
-    now = datetime(2026, 11, 23)
+    now = datetime(2026, 12, 7)
     table = {r["metric"]: r for r in week_over_week(fleet_con, now).to_dicts()}
     last = [t for t in oom_times if now - timedelta(days=14) <= t < now - timedelta(days=7)]
     this = [t for t in oom_times if now - timedelta(days=7) <= t < now]
@@ -182,15 +184,16 @@ def test_week_over_week(fleet_con, fleet_requests, oom_times) -> None:
     assert table["ooms"]["change"] == len(this) - len(last)
     assert table["ooms"]["change_pct"] == pytest.approx(100 * (len(this) - len(last)) / len(last))
     this_requests = fleet_requests.filter(pl.col("ts") >= now - timedelta(days=7))
-    assert table["requests"]["this_week"] == this_requests.height
-    # a10-01..05, a10-06 (text log) and a100-05 fail every week; the other A100s never do
-    assert table["instances_affected"]["this_week"] == 7
+    real = [r for p in sorted(H200.glob("*/requests.jsonl.gz")) for r in read_jsonl_gz(p)]  # all on 2026-11-30
+    assert table["requests"]["this_week"] == this_requests.height + len(real)
+    # a10-01..05, a10-06 (text log) and a100-05 fail every week; the other A100s never do; and the captures' own
+    assert table["instances_affected"]["this_week"] == 7 + len({r["instance"] for r in real if r["status"] == "oom"})
     assert table["requests_lost"]["this_week"] >= table["ooms"]["this_week"]
 
 
 def test_rates_week_over_week_by_instance(fleet_con) -> None:
-    table = rates_week_over_week(fleet_con, "instance", datetime(2026, 11, 23))
-    whole = week_over_week(fleet_con, datetime(2026, 11, 23)).row(1, named=True)
+    table = rates_week_over_week(fleet_con, "instance", datetime(2026, 12, 7))
+    whole = week_over_week(fleet_con, datetime(2026, 12, 7)).row(1, named=True)
     assert (table["ooms_last"].sum(), table["ooms_this"].sum()) == (whole["last_week"], whole["this_week"])
     a10_06 = table.filter(pl.col("key") == "a10-06").row(0, named=True)
     assert a10_06["requests_this"] == 0 and a10_06["oom_rate_per_1k_this"] is None

@@ -125,7 +125,7 @@ def test_capacity_finding_caps_tokens_at_the_planted_threshold(fleet_findings):
 
 
 def test_since_and_until_select_events_by_time(fleet_con, classified):
-    since, until = datetime(2026, 11, 9), datetime(2026, 11, 10)
+    since, until = datetime(2026, 11, 23), datetime(2026, 11, 24)
     window = classify.classify_ooms(fleet_con, since, until)
     expected = classified.filter(pl.col("ts").is_between(since, until, closed="left"))
     assert window.height == expected.height > 0

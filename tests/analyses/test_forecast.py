@@ -17,8 +17,8 @@ from oomlab.findings import forecast as forecast_findings
 from conftest import FLEET
 
 TRUTHS = json.loads((FLEET / "truths.json").read_text())
-# While v1.5 leaks: after the watchdog restarts of 11-08/11-09 on the A10s, before those of 11-11.
-DURING_LEAK = datetime(2026, 11, 10, 12)
+# While v1.5 leaks: after the watchdog restarts of 11-22/11-23 on the A10s, before those of 11-25.
+DURING_LEAK = datetime(2026, 11, 24, 12)
 REQUEST_LOGS = {i["name"] for i in TRUTHS["instances"] if i["log"] == "requests"}
 LEAKING = sorted(set(TRUTHS["leak"]["bytes_per_hour"]) & REQUEST_LOGS)
 CACHE = TRUTHS["cache_growth"]["instance"]
@@ -109,5 +109,5 @@ def test_forecast_findings(fleet_con) -> None:
     leak = found["a10-03"]
     assert leak.impact > 0 and leak.confidence >= 0.8
     assert leak.window is not None and leak.window.start == DURING_LEAK and leak.window.end > DURING_LEAK
-    assert "95 % on 2026-11-1" in leak.evidence
+    assert "95 % on 2026-11-2" in leak.evidence
     assert found[CACHE].confidence == 0.3 and found[CACHE].impact == 0

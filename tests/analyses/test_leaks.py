@@ -177,7 +177,7 @@ def test_stopgap_restart_comes_before_the_first_leak_oom_of_any_lifetime(fleet_c
 
 
 def test_since_keeps_the_lifetimes_overlapping_the_range(fleet_con, lives):
-    since = datetime(2026, 11, 17)
+    since = datetime(2026, 12, 1)
     later = leaks.lifetimes(fleet_con, since=since)
     assert later.height > 0 and (later["end"] >= since).all()
     assert later.height < lives.height
@@ -197,5 +197,5 @@ def test_leak_findings_name_the_version_its_deploy_and_its_ooms(fleet_con):
     assert "fix the leak in model version assist-1.8b-v1.5" in planted.advice
     assert "restart every" in planted.advice
     assert "roll back to assist-1.8b-v1.4" in planted.advice
-    assert "2026-11-05 10:02" in planted.evidence
+    assert "2026-11-19 10:02" in planted.evidence
     assert set(found) == {f"model_version {LEAK['model_version']}", "model_version llama-mini-v2"}

@@ -36,7 +36,7 @@ TRUTHS = json.loads((FLEET / "truths.json").read_text())
 FULL_CARD = "a10-01"  # requests peak near the A10: the fleet's upgrade
 LEAKING = "a10-03"  # v1.5's leak, allocated_after climbing
 FRAGMENTED = TRUTHS["fragmentation"]["instance"]  # reserved pinned at 98.7 %, allocated low
-DURING_LEAK = datetime(2026, 11, 10, 12)  # as tests/analyses/test_forecast.py: between the watchdog's restarts
+DURING_LEAK = datetime(2026, 11, 24, 12)  # as tests/analyses/test_forecast.py: between the watchdog's restarts
 CUTS = {
     "card_only": ("allocated_after", "reserved_before", "reserved_after", "peak_allocated"),
     "reserved_only": ("allocated_after", "peak_allocated"),

@@ -166,7 +166,7 @@ def test_the_fleet_device_levels(fleet_con) -> None:
 
 
 def test_a_fleet_level_from_the_staging_view(fleet_con) -> None:
-    at = datetime(2026, 11, 2, 0, 0, 0, 4000)  # the first a10-01 sample: 4576 MiB of 23028
+    at = datetime(2026, 11, 16, 0, 0, 0, 4000)  # the first a10-01 sample: 4576 MiB of 23028
     assert fleet_con.execute(
         "SELECT memory_used_bytes, memory_total_bytes, level FROM stg_gpu_samples WHERE instance = 'a10-01' AND ts = ?",
         [at],

@@ -71,7 +71,7 @@ def test_predictive_alerts(fleet_con, levels) -> None:
     # an A10 has ~19.6 GB free after a request and its largest requests need ~18.6 GB: 1.2 x that is more
     assert levels["a10-01"]["alert_episodes"] > 10
     assert levels["a100-01"]["alert_hours"] == 0  # 80 GB leave plenty
-    episodes = water_levels.alert_episodes(fleet_con, until=datetime(2026, 11, 4))
+    episodes = water_levels.alert_episodes(fleet_con, until=datetime(2026, 11, 18))
     a10 = episodes.filter(pl.col("instance") == "a10-01")
     assert a10.height > 0
     assert (a10["min_free_bytes"] < 1.2 * a10["largest_need_bytes"]).all()
@@ -120,8 +120,8 @@ def test_sizing_findings(fleet_con) -> None:
 
 
 def test_window_limits_the_hours(fleet_con) -> None:
-    until = datetime(2026, 11, 10, tzinfo=UTC)  # an aware end is read as UTC
-    day = water_levels.water_levels(fleet_con, since=datetime(2026, 11, 9), until=until)
+    until = datetime(2026, 11, 24, tzinfo=UTC)  # an aware end is read as UTC
+    day = water_levels.water_levels(fleet_con, since=datetime(2026, 11, 23), until=until)
     row = day.filter(pl.col("instance") == "a10-01").row(0, named=True)
     assert 23.5 < row["hours_observed"] <= 24  # the last request's level holds to the window's end
-    assert datetime(2026, 11, 9) <= row["first_ts"] <= row["last_ts"] < datetime(2026, 11, 10)
+    assert datetime(2026, 11, 23) <= row["first_ts"] <= row["last_ts"] < datetime(2026, 11, 24)

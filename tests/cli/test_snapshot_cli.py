@@ -17,7 +17,7 @@ def test_inspect_several_snapshots_shows_the_growth_and_the_sure_suspect(run_cli
     assert shown.exit_code == 0, shown.output
     assert f"snapshot {LEAK / 'snapshot_end.pickle.gz'}" in shown.stdout  # the newest, whatever the order
     assert "growth across 2 snapshots" in shown.stdout
-    assert "  transformers/cache_utils.py:update:146  95% sure, 2.12 GiB live" in shown.stdout
+    assert "  transformers/cache_utils.py:update:146  95 % sure, 2.12 GiB live" in shown.stdout
     assert "grew 126.64 MiB across 2 snapshots, at every step" in shown.stdout
 
 

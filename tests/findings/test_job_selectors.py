@@ -67,19 +67,19 @@ def _calendars(out: Path) -> list[Path]:
     sweeps = [
         {
             "name": "eval-sweep",
-            "start": f"2026-11-{d}T13:00:00Z",
-            "end": f"2026-11-{d}T16:00:00Z",
+            "start": f"{day}T13:00:00Z",
+            "end": f"{day}T16:00:00Z",
             "hosts": "a100-0[2-3]",
         }
-        for d in ("07", "14", "21")
+        for day in ("2026-11-21", "2026-11-28", "2026-12-05")
     ]
     files = {
         "rules.json": json.dumps(rules),
         "rules.csv": "name,cron,duration_minutes,hosts\nmetrics-export,30 */6 * * *,15,*\n"
         "gpu-burn-in,0 12 * * 3,60,infer-z-0[1-4]\n",
         "occurrences.json": json.dumps(sweeps),
-        "occurrences.csv": "name,start,end,hosts\ndisk-scrub,2026-11-11T14:00:00Z,2026-11-11T15:00:00Z,a10-07|a10-04\n"
-        "typo,2026-11-12T14:00:00Z,2026-11-12T15:00:00Z,a10-0[1-3\n",
+        "occurrences.csv": "name,start,end,hosts\ndisk-scrub,2026-11-25T14:00:00Z,2026-11-25T15:00:00Z,a10-07|a10-04\n"
+        "typo,2026-11-26T14:00:00Z,2026-11-26T15:00:00Z,a10-0[1-3\n",
     }
     for name, text in files.items():
         (out / name).write_text(text)

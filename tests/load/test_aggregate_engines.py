@@ -249,7 +249,7 @@ def test_a_folder_that_is_no_aggregate_set_is_one_line(fleet_lake: Path, run_cli
 
 def test_the_weekly_report_on_aggregates_equals_the_databases(duckdb_set: Path, fleet_copy: Path, tmp_path) -> None:
     """The same document (findings, charts' data, headline numbers), but for the time it was made."""
-    since, until = datetime(2026, 11, 16), datetime(2026, 11, 23)
+    since, until = datetime(2026, 11, 30), datetime(2026, 12, 7)
     documents = []
     for db, agg in ((fleet_copy, None), (None, duckdb_set)):
         out = tmp_path / f"weekly-{len(documents)}.json"

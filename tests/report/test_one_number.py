@@ -18,9 +18,9 @@ import pytest
 
 from conftest import H200
 
-FLEET_WEEK = ("2026-11-16", "2026-11-23")
+FLEET_WEEK = ("2026-11-30", "2026-12-07")
 H200_WEEK = ("2026-11-24", "2026-12-01")
-# A number as the outputs write one: 41,700 / 97 % / 1.67 GiB / 2026-11-16.
+# A number as the outputs write one: 41,700 / 97 % / 1.67 GiB / 2026-11-30.
 NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 
 
@@ -108,7 +108,7 @@ def test_an_incident_quotes_its_weeks_cap(demo_result) -> None:
     incident = json.loads(page.read_text())
     assert incident["verdict"]["cause"] == "capacity"
     first = incident["next_steps"][0]
-    assert first.startswith(cap["title"] + ". The weekly report for 2026-11-16 to 2026-11-23 sets that cap")
+    assert first.startswith(cap["title"] + ". The weekly report for 2026-11-30 to 2026-12-07 sets that cap")
     assert incident["action"]["headline"] == cap["title"]
     tokens = incident["event"]["tokens"]
     assert f"this request was {tokens:,} batch x (input + output) tokens" in first
@@ -118,4 +118,4 @@ def test_an_incident_quotes_its_weeks_cap(demo_result) -> None:
     numbers = {n.replace(",", "") for n in NUMBER.findall(first)}
     title_numbers = {n.replace(",", "") for n in NUMBER.findall(cap["title"])}  # 41700, and the card's 10 and 24
     assert str(cap["metrics"]["cap"]) in title_numbers
-    assert numbers == title_numbers | {"2026", "11", "16", "23", str(tokens)}  # no number of the page's own
+    assert numbers == title_numbers | {"2026", "11", "30", "12", "07", str(tokens)}  # no number of the page's own

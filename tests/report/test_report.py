@@ -23,7 +23,7 @@ from oomlab.report.incident_data import CONTEXT
 from conftest import H200, ROOT, read_jsonl_gz
 
 MAX_BYTES = 5 * 1000 * 1000
-FLEET_WEEK = (datetime(2026, 11, 16), datetime(2026, 11, 23))
+FLEET_WEEK = (datetime(2026, 11, 30), datetime(2026, 12, 7))
 
 
 @pytest.fixture(scope="module")
@@ -53,19 +53,22 @@ def test_demo_writes_the_weekly_report_of_the_fleets_last_week_and_an_incident(d
     assert top["verdict"]["cause"] == "capacity" and top["snapshot"] is None  # the A10 prompt threshold's
     assert recorded["verdict"]["cause"] == "leak" and recorded["event"]["request_id"] == "gpu-a-0-00039"
     assert recorded["snapshot"]["info"]["file"] == "gpu-a-0.snapshot_first_oom.pickle.gz"
-    assert weekly["window"] == {"since": "2026-11-16T00:00:00", "until": "2026-11-23T00:00:00"}
+    assert weekly["window"] == {"since": "2026-11-30T00:00:00", "until": "2026-12-07T00:00:00"}
     assert [f["title"] for f in demo.findings] == [f["title"] for f in weekly["findings"]]
 
 
 def test_the_demo_names_each_page_and_leaves_nothing_behind(demo):
     """Issue 37, item 5: the summary says what each page is (the event's cause, place and time from the page's
-    own JSON); the folder holds the database and the pages only (an empty `oomlab-demo.duckdb.tmp/` stayed)."""
+    own JSON; the week holds the real captures too); the folder holds the database and the pages only (an empty
+    `oomlab-demo.duckdb.tmp/` stayed)."""
     pages = {page.name: what for page, what in demo.pages}
     assert pages == {
-        "weekly.html": "the sample fleet's week 2026-11-16 to 2026-11-22: findings ranked by impact, with the charts "
-        "behind them",
-        "incident-237.html": "the OOM behind the top finding: capacity on a10-02 at 2026-11-22 20:30",
-        "incident-875.html": "a real H200 OOM, with the snapshot that recorded it: leak on gpu-a-0 at 2026-11-30 01:49",
+        "weekly.html": "the week 2026-11-30 to 2026-12-06 of the sample fleet and the real H200 captures: findings "
+        "ranked by impact, with the charts behind them",
+        "incident-237.html": "the OOM behind the top finding: request too large for the card on a10-02 at 2026-12-06 "
+        "20:30",
+        "incident-875.html": "a real H200 OOM, with the snapshot that recorded it: memory leak on gpu-a-0 at "
+        "2026-11-30 01:49",
     }
     assert sorted(p.name for p in demo.db_path.parent.iterdir()) == sorted(
         ["oomlab-demo.duckdb", *(p.name for p in demo.written)]
@@ -137,8 +140,9 @@ def test_heatmap_marks_the_blamed_backup_window(weekly):
 
 
 def test_leak_trends_show_the_leaking_version_rising(weekly):
+    """The fleet's planted leak and the real H200 capture's (its last week holds both)."""
     leaking = [t for t in weekly["leaks"] if t["kind"] == "leak"]
-    assert leaking and {t["model_version"] for t in leaking} == {"assist-1.8b-v1.5"}
+    assert leaking and {t["model_version"] for t in leaking} == {"assist-1.8b-v1.5", "llama-mini-v2"}
     for trend in leaking:
         assert trend["baseline_bytes"][-1] > trend["baseline_bytes"][0]
 
@@ -277,19 +281,19 @@ def test_cli_report_commands(demo, run_cli, tmp_path):
         "--db",
         demo.db_path,
         "--since",
-        "2026-11-16",
+        "2026-11-30",
         "--until",
-        "2026-11-23",
+        "2026-12-07",
         "-o",
         out,
         "--json",
         tmp_path / "w.json",
     )
     assert result.exit_code == 0 and f"wrote {out}" in result.output
-    assert json.loads((tmp_path / "w.json").read_text())["window"]["since"] == "2026-11-16T00:00:00"
-    bad = run_cli("report", "weekly", "--db", demo.db_path, "--since", "2026-11-16", "--until", "2026-11-10", "-o", out)
+    assert json.loads((tmp_path / "w.json").read_text())["window"]["since"] == "2026-11-30T00:00:00"
+    bad = run_cli("report", "weekly", "--db", demo.db_path, "--since", "2026-11-30", "--until", "2026-11-24", "-o", out)
     assert bad.exit_code == 1
-    assert bad.stderr == "Error: --since 2026-11-16 00:00 is not before --until 2026-11-10 00:00\n"
+    assert bad.stderr == "Error: --since 2026-11-30 00:00 is not before --until 2026-11-24 00:00\n"
     missing = run_cli("report", "incident", "--db", demo.db_path, "-o", out)
     assert missing.exit_code == 2 and "give either --event ID or --instance NAME --at TIME" in missing.stderr
     unknown = run_cli("report", "incident", "--db", demo.db_path, "--event", 10**9, "-o", out)

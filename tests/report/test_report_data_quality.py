@@ -3,7 +3,7 @@ loaded with impossible sizes are left out (not capped), and the weekly report's 
 data-quality note.
 
 The data: the bad copies of conftest.write_impossible_copies (the sample fleet's a10-01 log with 5 rows 2 GiB
-above its 21.96 GiB card and 3 with reserved below allocated, all on 2026-11-02 between 00:24 and 00:49 UTC),
+above its 21.96 GiB card and 3 with reserved below allocated, all on 2026-11-16 between 00:24 and 00:49 UTC),
 and, for the earlier version, the first 2,000 requests and the nvidia-smi samples of the sample fleet's a10-01
 with impossible rows inserted into the tables directly, as a version that checked nothing would have loaded them.
 """
@@ -22,7 +22,7 @@ from oomlab import api
 
 from conftest import A10_TOTAL, FLEET, read_jsonl_gz
 
-WEEK = (datetime(2026, 11, 2), datetime(2026, 11, 9))
+WEEK = (datetime(2026, 11, 16), datetime(2026, 11, 23))
 
 
 def _levels(doc: dict) -> list[float]:
@@ -48,9 +48,9 @@ def test_rows_set_aside_draw_no_level(bad_weekly) -> None:
     # rounds levels to 4 digits.
     rows = read_jsonl_gz(FLEET / "requests" / "a10-01.jsonl.gz")
     kept = [
-        r for i, r in enumerate(rows, start=1) if r["ts"] < "2026-11-02T01" and i not in (*range(11, 16), 21, 22, 23)
+        r for i, r in enumerate(rows, start=1) if r["ts"] < "2026-11-16T01" and i not in (*range(11, 16), 21, 22, 23)
     ]
-    first_hour = a10["hour"].index(datetime(2026, 11, 2, 0))
+    first_hour = a10["hour"].index(datetime(2026, 11, 16, 0))
     assert a10["held_level"][first_hour] == round(max(r["reserved_after"] for r in kept) / A10_TOTAL, 4) == 0.1707
 
 

@@ -3,8 +3,9 @@
 every chart (ticks, axis titles, legend entries, annotations, bar labels) and lists each pair that overlaps.
 
 The heatmap's job names overprinted each other ("log-rometrigdatybackup"), its 24 hour ticks ran together at
-420 px, and legends sat on the x axis title. Pages: the demo's (the sample fleet's week and its two incidents),
-the real H200 captures' own week, and a fleet of one host (a10-01's files of the sample fleet).
+420 px, and legends sat on the x axis title. Pages: the demo's (the week of the sample fleet and the H200
+captures, and its two incidents), the H200 captures' own week, and a fleet of one host (a10-01's files of the
+sample fleet).
 
 Skipped where Chromium is not installed, unless OOMLAB_REQUIRE_BROWSER=1 (CI sets it).
 """

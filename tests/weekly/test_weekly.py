@@ -1,4 +1,4 @@
-"""`oomlab weekly` over the bundled sample fleet (data in ISO weeks 2026-W45 to W47) and `oomlab prune`."""
+"""`oomlab weekly` over the bundled sample fleet (data in ISO weeks 2026-W47 to W49) and `oomlab prune`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 from oomlab.cli.main import cli
 
 FLEET = Path(__file__).parent.parent.parent / "sample_logs" / "fleet"
-FIRST, SECOND, EMPTY = "2026-W46", "2026-W47", "2026-W40"
+FIRST, SECOND, EMPTY = "2026-W48", "2026-W49", "2026-W40"
 CONFIDENCE = 0.7
 TIME_TABLES = {
     "requests": "ts",
@@ -143,16 +143,16 @@ def _counts(db: Path, cut: str, op: str) -> dict[str, int]:
 def test_prune_removes_exactly_the_rows_before_the_date(job: dict) -> None:
     db = job["root"] / "prune.duckdb"
     shutil.copy(job["db"], db)
-    cut = "2026-11-12 00:00:00"
+    cut = "2026-11-26 00:00:00"
     old, kept = _counts(db, cut, "<"), _counts(db, cut, ">=")
     assert old["requests"] > 0 and old["oom_events"] > 0
-    result = run("prune", "--db", db, "--before", "2026-11-12", "--json")
+    result = run("prune", "--db", db, "--before", "2026-11-26", "--json")
     assert result.exit_code == 0, result.output
     deleted = json.loads(result.output)
     assert {t: deleted[t] for t in TIME_TABLES} == old
     assert _counts(db, cut, "<") == dict.fromkeys(TIME_TABLES, 0)
     assert _counts(db, cut, ">=") == kept
-    text = run("prune", "--db", db, "--before", "2026-11-12")
+    text = run("prune", "--db", db, "--before", "2026-11-26")
     assert text.exit_code == 0 and "0 rows deleted" in text.output
 
 
