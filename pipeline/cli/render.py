@@ -15,7 +15,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .terminal import pipe_console, visible
+from .terminal import first_column_width, fold_name, pipe_console, visible
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -117,22 +117,10 @@ def print_sources(result: QueryResult, fmt: str) -> None:
     for row in result.rows:
         value = dict(zip(result.columns, row, strict=True))
         device = "(its rows)" if value["device"] is None else value["device"]
-        path = fold_path(_relative(str(value["path"])), _PATH_WIDTH)
+        path = fold_name(_relative(str(value["path"])), _PATH_WIDTH)
         cells = [path, value["kind"], f"{value['rows']:,}", f"{value['rejects']:,}", device]
         table.add_row(*(Text(visible(c)) for c in cells))
     _stdout().print(table)
-
-
-def fold_path(path: str, width: int) -> str:
-    """`path` on lines of at most `width` characters, broken only after a slash (a name longer than `width` keeps
-    a line of its own, whole)."""
-    lines, line = [], ""
-    for piece in path.replace("/", "/\n").split("\n"):
-        if line and len(line) + len(piece) > width:
-            lines.append(line)
-            line = ""
-        line += piece
-    return "\n".join([*lines, line])
 
 
 def _relative(path: str) -> str:
@@ -244,19 +232,24 @@ def print_ingest_report(report: IngestReport) -> None:
             )
     for note in report.notes:
         err.print(f"note: {visible(note)}", markup=False)
-    _stdout().print(_summary_table(report))
+    out = _stdout()
+    out.print(_summary_table(report, out.width))
 
 
-def _summary_table(report: IngestReport) -> Table:
+def _summary_table(report: IngestReport, width: int = 80) -> Table:
     from rich.table import Table
     from rich.text import Text
 
     from ..records import NOTHING_FOUND
 
-    table = Table("source", "kind", "status", "rows", "rejects", title="ingest summary")
+    shown = report.results[:_MAX_SUMMARY_ROWS]
+    cells = [[visible(r.path), r.kind, r.status, str(r.rows), str(r.rejects)] for r in shown]
+    headers = ["source", "kind", "status", "rows", "rejects"]
+    table = Table(*headers, title="ingest summary")
     table.columns[0].overflow = "fold"
-    for result in report.results[:_MAX_SUMMARY_ROWS]:
-        table.add_row(Text(visible(result.path)), result.kind, result.status, str(result.rows), str(result.rejects))
+    budget = first_column_width(width, headers, cells)
+    for row in cells:
+        table.add_row(Text(fold_name(row[0], budget)), *row[1:])
     hidden = len(report.results) - _MAX_SUMMARY_ROWS
     if hidden > 0:
         table.add_row(f"... {hidden} more", "", "", "", "")

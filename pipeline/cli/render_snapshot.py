@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..units import format_bytes, format_share
-from .terminal import fold_name, pipe_console
+from .terminal import first_column_width, fold_name, pipe_console
 
 
 def human_bytes(value: float | None) -> str:
@@ -55,8 +55,7 @@ def _sites_table(
     """Sites and their numbers; a site too long for what the other columns leave of `width` is folded at its
     separators (terminal.fold_name), never inside a name."""
     cells = [[human_bytes(row[key]) if is_bytes else str(row[key]) for _, key, is_bytes in columns] for row in rows]
-    others = sum(max([len(c[0]), *(len(r[i]) for r in cells)]) + 3 for i, c in enumerate(columns) if i)
-    budget = width - others - 4  # the first column's borders and padding
+    budget = first_column_width(width, [c[0] for c in columns], cells)
     table = Table(*(c[0] for c in columns), title=title, title_justify="left")
     table.columns[0].overflow = "fold"
     for row in cells:

@@ -45,6 +45,13 @@ def fold_name(text: str, width: int) -> str:
     return "\n".join([*lines, line])
 
 
+def first_column_width(width: int, headers: list[str], rows: list[list[str]]) -> int:
+    """What a table `width` columns wide leaves its first column once the others (as wide as their widest cell)
+    and every column's padding and borders are drawn: the width to fold its names to."""
+    others = sum(max([len(headers[i]), *(len(row[i]) for row in rows)]) + 3 for i in range(1, len(headers)))
+    return width - others - 4
+
+
 def plain(value: object, style: str = "") -> Text:
     """A rich Text of `visible(value)`: no markup is read in it."""
     from rich.text import Text

@@ -79,3 +79,26 @@ def test_snapshot_sites_fold_whole_at_80_columns(monkeypatch) -> None:
     assert "transformers/models/llama/modeling_llama.py:forward:122" in sites
     assert all(len(line) <= 80 for line in result.stdout.splitlines() if line.startswith(("│", "      /")))
     assert "      /srv/app/scenarios.py:generate:117  <- the service's own code" in result.stdout.splitlines()
+
+
+def test_ingest_summary_folds_paths_at_slashes_at_80_columns(monkeypatch, tmp_path) -> None:
+    """The ingest summary broke `/work/.../h200/cach` and `e_bloat/requests.jsonl.gz` across lines; a source now
+    folds after its slashes, and a file name longer than the column is cut with an ellipsis, never split."""
+    monkeypatch.setenv("COLUMNS", "80")
+    args = ["ingest", str(H200 / "cache_bloat"), str(H200 / "fragmentation"), "--db", str(tmp_path / "t.duckdb")]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    rows = [line.split("│")[1:-1] for line in result.stdout.splitlines() if line.startswith("│")]
+    sources, current = [], ""
+    for row in rows:
+        if row[1].strip() and current:
+            sources.append(current)
+            current = ""
+        current += row[0].strip()
+    sources.append(current)
+    assert all(len(line) <= 80 for line in result.stdout.splitlines() if line.startswith("│"))
+    for source in sources:
+        assert source.startswith(str(H200)) or source.startswith("tests/"), source
+        name = source.rsplit("/", 1)[-1]
+        assert name.endswith(".gz") or name.endswith("\u2026"), source  # whole, or visibly cut
+    assert any(s.endswith("/cache_bloat/requests.jsonl.gz") for s in sources)
