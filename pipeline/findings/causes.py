@@ -80,13 +80,21 @@ def fragmentation_findings(events: pl.DataFrame, sightings: pl.DataFrame | None 
     for (instance,), group in frag.group_by(["instance"], maintain_order=True):
         ratio = _num((group["reserved_unallocated_bytes"] / group["requested_bytes"]).median())
         unalloc = _num(group["reserved_unallocated_bytes"].median())
-        text = (
-            f"{group.height} OOMs on {instance} failed although reserved-but-unallocated memory was "
-            f"{_ratio(ratio)} the request (median {size(unalloc)} unallocated against "
-            f"{size(_num(group['requested_bytes'].median()))} requested, "
-            f"{size(_num(group['free_bytes'].median()))} "
-            f"free on the device): no cached block was large enough"
-        )
+        requested = size(_num(group["requested_bytes"].median()))
+        free = size(_num(group["free_bytes"].median()))
+        ooms = f"{group.height} OOM{'s' if group.height != 1 else ''} on {instance}"
+        if unalloc is None:  # OOMs known from a snapshot alone: its segments showed the blocks, no message the sum
+            text = (
+                f"{ooms} failed for {requested} with {free} free on the device: the memory snapshot of the failure "
+                "shows cached blocks, none large enough (no message with the reserved-but-unallocated figure was "
+                "joined to it)"
+            )
+        else:
+            text = (
+                f"{ooms} failed although reserved-but-unallocated memory was {_ratio(ratio)} the request (median "
+                f"{size(unalloc)} unallocated against {requested} requested, {free} free on the device): no cached "
+                "block was large enough"
+            )
         settings = settings_for(NO_SIGHTINGS if sightings is None else sightings, [instance], _last(group))
         step = fragmentation_step(settings, instance, size(unalloc))
         out.append(

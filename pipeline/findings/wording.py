@@ -37,6 +37,7 @@ CAUSE_WORDS: dict[str, str] = {
     "process_cap": "per-process memory cap",
     "preallocated_pool": "pool reserved at start-up",
     "allocator_cache": "allocator cache growth (not a leak)",
+    "cache_growth": "allocator cache growth (not a leak)",
     "unknown": "cause not determined",
 }
 # Subject prefixes the analyses write, as words.
