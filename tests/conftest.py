@@ -54,6 +54,16 @@ def run_cli() -> Callable[..., Result]:
     return run
 
 
+@pytest.fixture(scope="module")
+def run_cli_module() -> Callable[..., Result]:
+    """`run_cli` for module-scoped fixtures (a page rendered once for a module's tests)."""
+
+    def run(*args: object) -> Result:
+        return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+    return run
+
+
 @pytest.fixture
 def sql(db: Path) -> Callable[..., list[tuple]]:
     """Query the test database read-only."""
@@ -77,6 +87,15 @@ def fleet_db(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("fleet") / "fleet.duckdb"
     inputs = [FLEET, *sorted(H200.glob("*/requests.jsonl.gz"))]
     result = CliRunner().invoke(cli, ["ingest", *map(str, inputs), "--db", str(path), "--quiet"])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+@pytest.fixture(scope="session")
+def h200_db(tmp_path_factory) -> Path:
+    """The real H200 captures alone (every file of tests/data/h200), ingested once for the whole session."""
+    path = tmp_path_factory.mktemp("h200") / "h200.duckdb"
+    result = CliRunner().invoke(cli, ["ingest", str(H200), "--db", str(path), "--quiet"])
     assert result.exit_code == 0, result.output
     return path
 

@@ -16,8 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import H200
-
 FLEET_WEEK = ("2026-11-30", "2026-12-07")
 H200_WEEK = ("2026-11-24", "2026-12-01")
 # A number as the outputs write one: 41,700 / 97 % / 1.67 GiB / 2026-11-30.
@@ -67,28 +65,14 @@ def fleet_outputs(fleet_db, tmp_path_factory, run_cli_module):
     return _outputs(run_cli_module, fleet_db, FLEET_WEEK, tmp_path_factory.mktemp("fleet-week"))
 
 
-@pytest.fixture(scope="module")
-def run_cli_module():
-    from click.testing import CliRunner
-
-    from oomlab.cli.main import cli
-
-    def run(*args: object):
-        return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-
-    return run
-
-
 def test_the_sample_fleets_week_says_each_number_once(fleet_outputs) -> None:
     _assert_one_number_per_fact(fleet_outputs)
     cap = next(f for f in fleet_outputs["weekly"] if f["kind"] == "prompt_threshold")
     assert cap["title"] == f"Cap batch x (input + output) tokens at {cap['metrics']['cap']:,} on A10 24 GB"
 
 
-def test_the_real_h200_captures_week_says_each_number_once(tmp_path, run_cli_module) -> None:
-    db = tmp_path / "h200.duckdb"
-    assert run_cli_module("ingest", H200, "--db", db, "--quiet").exit_code == 0
-    outputs = _outputs(run_cli_module, db, H200_WEEK, tmp_path)
+def test_the_real_h200_captures_week_says_each_number_once(h200_db, tmp_path, run_cli_module) -> None:
+    outputs = _outputs(run_cli_module, h200_db, H200_WEEK, tmp_path)
     _assert_one_number_per_fact(outputs)
     # the fragmentation OOM known from its snapshot alone (its message has no time to join it by) read "was
     # unknown the request (median unknown unallocated ...)"; it now says what the snapshot shows
