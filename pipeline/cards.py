@@ -13,7 +13,7 @@ from .units import GIB, format_bytes
 
 @dataclass(frozen=True)
 class Card:
-    """A card from domain.md's table; `total_bytes` is the total PyTorch reports for it (approximate for
+    """A card from docs/domain.md's table; `total_bytes` is the total PyTorch reports for it (approximate for
     cards we have no capture of: nominal GB are decimal, the reported total is a little less)."""
 
     name: str

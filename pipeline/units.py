@@ -7,7 +7,7 @@ import re
 from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo
 
-# Binary multiples throughout: frameworks that print "GB" mean GiB (domain.md), and so do our logs.
+# Binary multiples throughout: frameworks that print "GB" mean GiB (docs/domain.md), and so do our logs.
 KIB, MIB, GIB, TIB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 # The units oomlab writes, smallest first (PyTorch's names).
 BYTE_UNITS: dict[str, int] = {"B": 1, "KiB": KIB, "MiB": MIB, "GiB": GIB, "TiB": TIB}

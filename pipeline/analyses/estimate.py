@@ -1,6 +1,6 @@
 """GPU memory a model needs before it is deployed: weights, KV cache, activations and CUDA context.
 
-Formulas (domain.md): weights = parameters x bytes per value; KV cache = 2 x layers x kv_heads x head_dim x
+Formulas (docs/domain.md): weights = parameters x bytes per value; KV cache = 2 x layers x kv_heads x head_dim x
 tokens x batch x bytes; the CUDA context is outside PyTorch's counters (0.5-1 GB per process; sizing's 1 GiB
 unless told). Cards come from sizing's table and the 1.3-1.5 x safety factor from its rules, so a card
 chosen here is the one `oomlab findings` would advise.

@@ -4,12 +4,12 @@
 -- INTERVAL or a TIMESTAMP), and a test checks that DuckDB and Python agree on every one. The one exception to
 -- one object per file: settings are read together, and each is too small for a file of its own.
 
--- Memory alert levels (domain.md: notice at 70-75 %, warning at 85-90 %, critical at 95 %) as fractions of
+-- Memory alert levels (docs/domain.md: notice at 70-75 %, warning at 85-90 %, critical at 95 %) as fractions of
 -- the card: the water levels' time above each, the alert rules' thresholds and the report's bands. DOUBLE,
 -- as Python's floats.
 CREATE OR REPLACE MACRO ALERT_LEVELS() AS [0.70, 0.85, 0.95]::DOUBLE[];
 -- Predictive alert: free memory below this multiple of the peak need of the largest recent request
--- (domain.md: free < 1.2 x the peak need of the largest request).
+-- (docs/domain.md: free < 1.2 x the peak need of the largest request).
 CREATE OR REPLACE MACRO ALERT_NEED_FACTOR() AS 1.2::DOUBLE;
 -- Seconds a request (or a telemetry sample) holds its level until the next one, but not across a longer gap:
 -- the device may have been idle or down, and we do not know what it held then.
@@ -81,7 +81,7 @@ CREATE OR REPLACE MACRO LARGE_REQUEST_QUANTILE() AS 0.95;
 -- fct_oom_neighbours_seen takes the last nvidia-smi round at or before a failure only if it is at most this
 -- old: an older list of processes says little about who held the card when it failed.
 CREATE OR REPLACE MACRO NEIGHBOUR_ROUND_MAX_AGE() AS INTERVAL 15 MINUTE;
--- Memory a process holds outside PyTorch's counters: the CUDA context and its libraries' workspaces (domain.md:
+-- Memory a process holds outside PyTorch's counters: the CUDA context and its libraries' workspaces (docs/domain.md:
 -- a few hundred MB to about 1 GiB). Memory in use on the card beyond what this process reserved and this much is
 -- held by processes its OOM message does not name (fct_oom_context.unnamed_other_bytes; the snapshot classifier
 -- the same).

@@ -173,7 +173,7 @@ def test_case(path: Path) -> None:
         assert got == expected, name
 
 
-# Layouts the brief and domain.md name that the corpus does not hold (written from the frameworks' sources).
+# Layouts the brief and docs/domain.md name that the corpus does not hold (written from the frameworks' sources).
 MORE_FORMATS = [
     (
         "2023-05-01 10:00:00.000000: W tensorflow/core/common_runtime/bfc_allocator.cc:479] "

@@ -1,6 +1,6 @@
 """Prometheus alerting rules over DCGM's frame-buffer metrics, tuned per device from the fleet's data.
 
-The rules (domain.md): three levels of used memory (notice 70 %, warning 85 %, critical 95 %); a gradient
+The rules (docs/domain.md): three levels of used memory (notice 70 %, warning 85 %, critical 95 %); a gradient
 rule (a steady climb of 30 points in 30 minutes, the article's 40 % -> 70 %: a leak more than traffic); a
 predictive rule (`predict_linear`: free memory runs out within the hour); and, where the database knows
 the largest request a device served, a headroom rule (free below 1.2 x that request's need).

@@ -1,4 +1,4 @@
-"""The rules that name an OOM's cause, in the order they are tried (domain.md, "Telling the causes apart").
+"""The rules that name an OOM's cause, in the order they are tried (docs/domain.md, "Telling the causes apart").
 
 Each rule reads one event's `OomFacts` and returns a `Verdict` or None; the first verdict wins. The
 request-size rules are counterfactuals: would the request have fit on the card as it has been seen to

@@ -1,11 +1,11 @@
 """Sizing by the article's rules (the action per device; findings/sizing.py words it) over the card table (cards.py).
 
-Rules (domain.md): keep the steady level under 60 %; consider a larger card when the daily peak stays above
+Rules (docs/domain.md): keep the steady level under 60 %; consider a larger card when the daily peak stays above
 80 % for two weeks, a smaller one when it stays under 40 % (and no request ran out of memory in those weeks:
 the logged peaks missed that one); size at 1.3-1.5 x the measured peak. The peak of
 a day is the most a request held (`peak_allocated`, or reserved when higher) over the card's total; the
 measured peak adds the process's CUDA context (not in PyTorch's counters), read from its OOM messages
-(`this process has` minus PyTorch's share) or 1 GiB when it has none (domain.md's upper estimate).
+(`this process has` minus PyTorch's share) or 1 GiB when it has none (docs/domain.md's upper estimate).
 """
 
 from __future__ import annotations

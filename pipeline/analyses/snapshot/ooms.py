@@ -56,7 +56,7 @@ def oom_moments(
 def classify_oom(
     requested: int, device_free: int | None, state: LayoutState, device_total_bytes: int | None = None
 ) -> tuple[str, str]:
-    """The cause of one OOM as (cause, one-line explanation), from domain.md's signatures."""
+    """The cause of one OOM as (cause, one-line explanation), from docs/domain.md's signatures."""
     unallocated, largest = state.reserved_unallocated_bytes, state.largest_free_block_bytes
     if largest < requested and unallocated - requested >= FRAGMENTED_SLACK_SHARE * state.reserved_bytes:
         return FRAGMENTATION, (

@@ -9,7 +9,7 @@ from typing import Any
 
 from ...units import size_to_bytes
 
-# Units as frameworks print them; "GB"/"MB" are binary (domain.md), `size_to_bytes` knows them all.
+# Units as frameworks print them; "GB"/"MB" are binary (docs/domain.md), `size_to_bytes` knows them all.
 # `\d\d*`, not `\d+`: a leading character class lets `re` skip to digits instead of trying every position.
 _NUM = r"\d\d*(?:\.\d+)?"
 _UNIT = r"(?:bytes?|[KkMmGgTtPp]i?[Bb]|[KMGTP](?![A-Za-z])|B(?![A-Za-z]))"

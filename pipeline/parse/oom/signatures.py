@@ -11,7 +11,7 @@ import re
 
 from .patterns import F, Signature, other_processes, rx, signature, tf_tensor_bytes, vllm_free_total, whole
 
-# PyTorch's caching allocator, every generation (domain.md "The OOM message, by version").
+# PyTorch's caching allocator, every generation (docs/domain.md "The OOM message, by version").
 _TORCH_FIELDS = (
     F("requested_bytes", "Tried to allocate {SIZE}"),
     F("gpu_index", r"\( ?GPU (?P<gpu>\d+) ?;"),
