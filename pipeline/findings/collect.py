@@ -11,7 +11,6 @@ import duckdb
 from ..analyses.fleet.whole_history import whole_history_once
 from ..analyses.shared import shared_results
 from ..units import format_bytes
-from . import wording
 from .finding import Finding, rank
 from .grouping import group_by_scope
 from .leak_site import leak_site
@@ -45,15 +44,14 @@ def collect_findings(
 
 
 def present(con: duckdb.DuckDBPyConnection, found: list[Finding]) -> list[Finding]:
-    """The final findings, each with its title and summary written (findings.wording), a leak's with the
-    allocation site a snapshot shows (`metrics.leak_site`): the words every output quotes."""
-    out = []
-    for finding in found:
-        if finding.kind == "leak":
-            site = leak_site(con, list(finding.metrics.get("instances") or []))
-            finding = replace(finding, metrics={**finding.metrics, "leak_site": site})
-        out.append(replace(finding, title=wording.title(finding), summary=wording.summary(finding)))
-    return out
+    """The final findings, a leak's with the allocation site a snapshot shows (`metrics.leak_site`), which its
+    title names (findings.wording)."""
+    return [
+        replace(f, metrics={**f.metrics, "leak_site": leak_site(con, list(f.metrics.get("instances") or []))})
+        if f.kind == "leak"
+        else f
+        for f in found
+    ]
 
 
 def fold_cache_forecasts(found: list[Finding]) -> list[Finding]:

@@ -48,20 +48,24 @@ class Finding:
     impact: float
     window: Window | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
-    # Written once the findings are final (findings.wording via collect): what to do, and what happened.
-    title: str = ""
-    summary: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown finding kind {self.kind!r}")
         if not 0.0 <= self.confidence <= 1.0:
             raise ValueError(f"confidence {self.confidence} is not within 0..1")
-        # a finding made anywhere reads in words; collect.present rewrites them once the findings are final
-        if not self.title:
-            object.__setattr__(self, "title", wording.title(self))
-        if not self.summary:
-            object.__setattr__(self, "summary", wording.summary(self))
+
+    # Its words are read from its own numbers (findings.wording), never stored: a finding copied with new metrics
+    # (grouped, merged, given its leak site) cannot carry the words of the one it was copied from.
+    @property
+    def title(self) -> str:
+        """What to do about it, in a line."""
+        return wording.title(self)
+
+    @property
+    def summary(self) -> str:
+        """One sentence of what happened: counts, where, when."""
+        return wording.summary(self)
 
     @property
     def impact_text(self) -> str:
@@ -81,7 +85,13 @@ class Finding:
     def to_json(self) -> dict[str, Any]:
         """The documented JSON shape (docs/findings.md)."""
         data = asdict(self)
-        data.update(impact_text=self.impact_text, confidence_text=self.confidence_text, kind_text=self.kind_text)
+        data.update(
+            title=self.title,
+            summary=self.summary,
+            impact_text=self.impact_text,
+            confidence_text=self.confidence_text,
+            kind_text=self.kind_text,
+        )
         window = data.pop("window")
         data["window"] = (
             None

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ..analyses.fleet.forecast import LEVELS
 from ..analyses.fleet.prompt_threshold import METRICS
 from ..units import format_bytes_short, format_share
 
@@ -42,8 +43,8 @@ CAUSE_WORDS: dict[str, str] = {
 }
 # Subject prefixes the analyses write, as words.
 _SUBJECT_WORDS = (("model_version ", "model version "), ("instance ", "host "), ("card card ", "card "))
-# A band a forecast names when a device is already past it.
-_FULL = 0.95
+# The highest band a forecast names (analyses.fleet.forecast.LEVELS): a device past it is told to act now.
+_FULL = max(LEVELS)
 
 
 def kind_words(kind: str) -> str:

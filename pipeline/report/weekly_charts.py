@@ -212,7 +212,7 @@ def _device_water_traces(s: dict[str, Any], trend: dict[str, Any] | None) -> lis
 
 
 def _forecast_line(trend: dict[str, Any]) -> tuple[list[datetime], list[float]]:
-    as_of: datetime = trend["as_of"] if isinstance(trend["as_of"], datetime) else datetime.fromisoformat(trend["as_of"])
+    as_of = _time(trend["as_of"])
     days = list(range(FORECAST_DAYS + 1))
     levels = [min(1.0, trend["level_now"] + trend["slope_per_day"] * d) for d in days]
     return [as_of + timedelta(days=d) for d in days], levels

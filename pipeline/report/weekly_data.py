@@ -254,9 +254,10 @@ def forecast_rows(
     rows = table.select([c for c in keep if c in table.columns]).to_dicts()
     for row in rows:
         row["peak_level"] = peaks.get((row["instance"], row["gpu_index"]))
-        for band in (80, 95):
+        for level in forecast.LEVELS:
+            band = round(level * 100)
             date = row.get(f"date_{band}")
-            passed = (row["level_now"] or 0) >= band / 100 or (date is not None and date <= row["as_of"])
+            passed = (row["level_now"] or 0) >= level or (date is not None and date <= row["as_of"])
             row[f"already_{band}"] = passed
             if passed:
                 row[f"date_{band}"] = None
