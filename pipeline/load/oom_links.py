@@ -230,7 +230,8 @@ def link_timed(sightings: list[Sighting]) -> list[Event]:
 def link_untimed(events: list[Event], sightings: list[Sighting]) -> list[Event]:
     """Sightings without a time join events by their numbers, file by file: the sightings of one file that
     agree with the same set of events are paired with them in order (a log is written in the order things
-    happen) when there are as many of each; otherwise they stay events of their own."""
+    happen) when there are as many of each, or when they print the same numbers; otherwise they stay events of
+    their own."""
     by_source: dict[int, list[Sighting]] = defaultdict(list)
     for s in sorted(sightings, key=lambda x: x.order):
         by_source[s.source_id].append(s)
@@ -278,12 +279,21 @@ def _pair_in_order(sizes: _BySize, sightings: list[Sighting]) -> list[Event]:
         groups.setdefault(key, (found, []))[1].append(s)
     alone = []
     for found, group in groups.values():
-        if found and len(found) == len(group):
-            for s, event in zip(sorted(group, key=lambda x: x.line), sorted(found, key=_event_order), strict=True):
+        if found and (len(found) == len(group) or _alike(group)):
+            # in file order: the first sightings join the earliest events, any left over are OOMs of their own
+            paired = zip(sorted(group, key=lambda x: x.line), sorted(found, key=_event_order), strict=False)
+            for s, event in paired:
                 event.sightings.append(s)
-        else:
-            alone += [Event([s]) for s in group]
+            group = sorted(group, key=lambda x: x.line)[len(found) :]
+        alone += [Event([s]) for s in group]
     return alone
+
+
+def _alike(group: list[Sighting]) -> bool:
+    """Sightings printing the same numbers: whichever of them joins an event brings it the same facts, so their
+    count and the events' no longer need to be equal (two equal messages and one snapshot OOM are two OOMs,
+    not three); sightings that differ could carry their facts to the wrong event, and stay apart."""
+    return len({(s.requested, s.free, s.total) for s in group}) == 1
 
 
 def _event_order(event: Event) -> tuple:

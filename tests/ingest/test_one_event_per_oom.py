@@ -69,10 +69,21 @@ def test_the_order_of_ingest_never_changes_the_events(tmp_path, run_cli, folder)
     assert _events(forward) == _events(backward)
 
 
-def test_two_messages_for_one_logged_oom_stay_apart_when_their_order_cannot_say_which():
-    """fragmentation/oom_messages.txt holds two equal messages; with one timed sighting to match, neither is it."""
-    logged = _sighting(1, "structured", ts=True)
+def test_two_equal_messages_and_one_logged_oom_are_two_ooms():
+    """fragmentation/oom_messages.txt holds two equal messages and sample_logs/h200/fragmentation only one
+    snapshot OOM beside them: whichever message is that OOM brings it the same facts, so the first joins it."""
+    logged = _sighting(1, "snapshot", ts=True)
     first, second = _sighting(2, "message", source=2, line=2), _sighting(3, "message", source=2, line=4)
+    events = oom_links.link([logged, first, second])
+    assert sorted((len(e.sightings), e.sightings[-1].line) for e in events) == [(1, 4), (2, 2)]
+
+
+def test_two_different_messages_for_one_logged_oom_stay_apart():
+    """Both agree with the logged OOM within the allocator's rounding but print different sizes: joining either
+    could give it the other's facts, and nothing says which, so neither joins."""
+    logged = _sighting(1, "structured", ts=True)
+    first = _sighting(2, "message", source=2, line=2)
+    second = _sighting(3, "message", source=2, line=4, requested=(1 << 30) + (1 << 20))
     events = oom_links.link([logged, first, second])
     assert sorted(len(e.sightings) for e in events) == [1, 1, 1]
 
