@@ -42,13 +42,12 @@ def ingest(
 
     from .ingest.run import ingest_files
     from .load.connection import connect
-    from .parse.text.textscan import drop_searches_ahead
 
     try:
         with connect(db_path) as con:
             return ingest_files(con, files, options, progress, ahead)
     finally:
-        drop_searches_ahead()
+        ahead.close()
 
 
 def ingest_lake(
@@ -64,12 +63,11 @@ def ingest_lake(
     ahead = start_first(files, options.fields)
 
     from .ingest.lake import ingest_into_lake
-    from .parse.text.textscan import drop_searches_ahead
 
     try:
         return ingest_into_lake(Path(lake_dir), files, options, progress, ahead)
     finally:
-        drop_searches_ahead()
+        ahead.close()
 
 
 def __getattr__(name: str) -> object:

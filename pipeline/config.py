@@ -42,5 +42,10 @@ class IngestOptions:
         return name
 
     def labels_for(self, path: str | Path) -> dict[str, object]:
-        """What `sources.labels` records for a file."""
-        return {"instance": self.instance_for(path), "model_version": self.model_version, "tags": self.tags}
+        """What `sources.labels` records for a file: its labels, and the field names given for a header-less CSV
+        (`--columns`), so that a file refused without them is read again with them."""
+        labels: dict[str, object] = {"instance": self.instance_for(path), "model_version": self.model_version}
+        labels["tags"] = self.tags
+        if self.columns:
+            labels["columns"] = list(self.columns)
+        return labels

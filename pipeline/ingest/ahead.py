@@ -1,60 +1,86 @@
-"""The first input file's facts (content hash, line count), and for a plain text log its marker search,
-started before `oomlab ingest` loads DuckDB and opens the database.
+"""The first input file's work, begun before `oomlab ingest` loads DuckDB and opens the database: its kind
+(detected once, here), its facts (content hash, line count) and, for a plain text log, rg's marker search.
 
 Loading the ingest modules and creating a new database take about 0.4 s of one core: started first, the
-hash (and a request log's line count) and rg's pass over a text log run beside them instead of after. This
-module imports nothing heavy before the thread starts; the thread detects the file's kind itself.
+detection, the hash (and a request log's line count) and rg's pass over a text log run beside them instead of
+after. This module imports nothing heavy before the thread starts; the thread detects the file's kind itself.
+`api.ingest` starts it, hands it to the loop and closes it (ending a search no scan took up).
 """
 
 from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..fields import Field
 from ..parse.facts import FileFacts, facts_in_background
 from .paths import InputFile
 
+if TYPE_CHECKING:
+    from ..parse.text.textscan import SearchAhead
+
+
+@dataclass(frozen=True)
+class Started:
+    """One file's work under way."""
+
+    path: str  # as `paths.expand_paths` names the file
+    kind: Future[str]  # its format's name; the detection's error, if it failed
+    facts: Future[FileFacts]
+    search: Future[SearchAhead | None]  # rg's search, for a plain text log
+
+    def close(self) -> None:
+        """End the search if no scan took it up (the file turned out to be skipped, say)."""
+        if self.search.done() and self.search.exception() is None and (search := self.search.result()) is not None:
+            search.close()
+
 
 @dataclass(frozen=True)
 class Ahead:
-    """Facts of one input file, under way."""
+    """The work started before the loop: on the first file, or on none."""
 
-    path: str  # as `paths.expand_paths` names the file
-    facts: Future[FileFacts]
+    first: Started | None = None
 
-    def for_path(self, path: str) -> Future[FileFacts] | None:
-        """The facts when `path` is this file."""
-        return self.facts if path == self.path else None
+    def for_path(self, path: str) -> Started | None:
+        """The work started on `path`, when it is the first file."""
+        return self.first if self.first is not None and path == self.first.path else None
+
+    def close(self) -> None:
+        if self.first is not None:
+            self.first.search.result()  # the thread has set it by the time the facts are asked for, or now
+            self.first.close()
 
 
-def start_first(files: list[InputFile], fields: tuple[Field, ...]) -> Ahead | None:
-    """Start the facts of the first file to ingest, when it can be read."""
+def start_first(files: list[InputFile], fields: tuple[Field, ...]) -> Ahead:
+    """Start the work on the first file to ingest, when it can be read."""
     if not files or files[0].error is not None or files[0].skip is not None:
-        return None
+        return Ahead()
     path = files[0].path
+    kind: Future[str] = Future()
+    search: Future[SearchAhead | None] = Future()
 
-    def line_oriented() -> bool:
-        from ..parse import detect
+    def detect_and_search() -> bool:
+        """In the facts thread: the kind, rg's search when it is a text log; whether to count lines."""
+        from ..parse import detect, formats
 
-        return detect.detect_kind(path, fields) in detect.LINE_ORIENTED
+        try:
+            found = detect.detect_kind(path, fields)
+        except BaseException as exc:  # the file's own turn reports it, in one line
+            kind.set_exception(exc)
+            search.set_result(None)
+            return False
+        kind.set_result(found)
+        search.set_result(_search(path) if found == formats.TEXT else None)
+        return found in formats.LINE_ORIENTED
 
-    ahead = Ahead(path, facts_in_background(path, count_lines=line_oriented))
-    _search_if_text(path, fields)
-    return ahead
+    return Ahead(Started(path, kind, facts_in_background(path, count_lines=detect_and_search), search))
 
 
-def _search_if_text(path: str, fields: tuple[Field, ...]) -> None:
-    """Start rg on the file when it is a text log (the ingest reports any problem with the file later)."""
-    from ..errors import InputError
-    from ..parse import detect
-    from ..parse.compression import INPUT_ERRORS
-
-    try:
-        if detect.detect_kind(path, fields) != detect.TEXT:
-            return
-    except (InputError, *INPUT_ERRORS):  # the file's own turn reports it, in one line
-        return
+def _search(path: str) -> SearchAhead | None:
     from .text_readers import search_text_log_ahead
 
-    search_text_log_ahead(path)
+    try:
+        return search_text_log_ahead(path)
+    except OSError:  # rg could not start on it: the scan searches it itself
+        return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
@@ -14,9 +15,17 @@ from ..parse.allocator import ROW_COLUMNS, AllocatorMoment, moment_rows, read_st
 from ..parse.compression import read_head
 from .telemetry import insert_rows
 
+if TYPE_CHECKING:
+    from .job import LoadJob
+
 # A memory_stats() dict has about 120 keys (a few KiB); a file far larger is not one, and is not read whole.
 MAX_STATS_BYTES = 1 << 20
 _LABELS = ("source_id", "line", "moment", "ts", "instance", "gpu_index", "origin")
+
+
+def load_job(job: LoadJob) -> tuple[int, int]:
+    """A memory_stats() file's loader (parse/formats.py)."""
+    return ingest_memory_stats(job.con, job.path, job.source_id, job.options)
 
 
 def ingest_memory_stats(

@@ -12,6 +12,8 @@ import duckdb
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from .job import LoadJob
+
 from ..config import IngestOptions
 from ..load import tables as load
 from ..load.sql import rollback, sql_text
@@ -20,6 +22,11 @@ from .plausible import split_plausible
 
 # Arrow is imported by the functions that build tables: `oomlab ingest` of request logs alone never
 # needs it, and refresh_rule_occurrences runs after every ingest.
+
+
+def load_job(job: LoadJob) -> tuple[int, int]:
+    """A calendar's loader (parse/formats.py)."""
+    return ingest_calendar(job.con, job.path, job.source_id, job.options)
 
 
 def ingest_calendar(

@@ -6,6 +6,7 @@ from concurrent.futures import Future
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
@@ -14,7 +15,7 @@ from ..errors import FastPathRefused, InputError, OomlabError, resource_error
 from ..load import tables as load
 from ..load.settings import MAX_RECORD_BYTES
 from ..load.sql import bind, run_file, sql_text
-from ..parse import detect, structured
+from ..parse import formats, structured
 from ..parse.facts import FileFacts
 from ..parse.oom.message import parse_oom_message
 from ..records import OomMessage
@@ -22,8 +23,16 @@ from .alloc_conf import insert_request_settings
 from .byte_units import UnitMistake, check_byte_units
 from .normalize import Staged, staged_select
 
+if TYPE_CHECKING:
+    from .job import LoadJob
+
 _STAGE_TABLE = "ingest_copy"  # the temp table of _copy_in_file_order (a name no view of sql/ uses)
 _STAGED_VIEW = "ingest_staged"  # the normalized rows, as sql/ingest/insert_requests.sql and its rejects read them
+
+
+def load_job(job: LoadJob) -> tuple[int, int]:
+    """A request log's loader (parse/formats.py): JSON Lines, a JSON array, CSV or Parquet."""
+    return ingest_structured(job.con, job.path, job.kind, job.source_id, job.options, job.facts, job.robust)
 
 
 def ingest_structured(
@@ -44,8 +53,8 @@ def ingest_structured(
     labels = {"source_id": source_id, "instance": options.instance_for(path), "model_version": options.model_version}
     source = path
     try:
-        if kind == detect.JSON_ARRAY:
-            path, kind = structured.json_array_to_lines(path, work), detect.JSONL
+        if kind == formats.JSON_ARRAY:
+            path, kind = structured.json_array_to_lines(path, work), formats.JSONL
         rows, rejects = _load_rows(con, path, kind, labels, options, facts, work, robust)
         _insert_structured_ooms(con, labels)
         insert_request_settings(con, source_id)  # beside the requests, not counted as rows of their own
@@ -107,7 +116,7 @@ def _load_fast(
     """Copy the file's records, as the reader types them, into a temporary table in file order; then normalize
     and load them, numbered by that order."""
     total = _copy_in_file_order(con, reader)
-    file_facts = facts.result() if kind in detect.LINE_ORIENTED else None  # counted while DuckDB read
+    file_facts = facts.result() if kind in formats.LINE_ORIENTED else None  # counted while DuckDB read
     if file_facts is not None and file_facts.lines >= 0 and total != _expected_records(kind, file_facts):
         # rows do not line up with lines: the reader skipped blank lines, or a CSV quotes newlines
         raise FastPathRefused
@@ -146,15 +155,15 @@ def _copy_in_file_order(con: duckdb.DuckDBPyConnection, reader: structured.Typed
 
 def _expected_records(kind: str, facts: FileFacts) -> int:
     """Records a line-oriented file holds: its lines, less a CSV's header."""
-    return facts.lines - (1 if kind == detect.CSV else 0)
+    return facts.lines - (1 if kind == formats.CSV else 0)
 
 
 def _readers(kind: str, path: Path, compression: str, work: structured.Workspace) -> tuple:
     """(typed reader, robust stage builder) for a kind; the builder is None where there is no line-by-line
     reader (Parquet)."""
-    if kind == detect.PARQUET:
+    if kind == formats.PARQUET:
         return structured.parquet_reader(path), None
-    if kind == detect.CSV:
+    if kind == formats.CSV:
         header = structured.csv_header(path, MAX_RECORD_BYTES)
         return (
             structured.fast_csv_reader(path, compression, header),

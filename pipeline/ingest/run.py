@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,13 +16,14 @@ from ..errors import EmptyInputError, FastPathRefused, OomlabError, stop_if_aske
 from ..load import tables as load
 from ..load.reconcile import reconcile_oom_sightings
 from ..load.sql import rollback, sql_text
-from ..parse import detect
+from ..parse import detect, formats
 from ..parse.compression import INPUT_ERRORS
-from ..parse.facts import HASH_ALGORITHM, FileFacts, facts_in_background, hash_of
+from ..parse.facts import HASH_ALGORITHM, facts_in_background, hash_of
 from ..records import FAILED, INGESTED, NOTHING_FOUND, SKIPPED, IngestReport, SourceResult
-from .ahead import Ahead
+from .ahead import Ahead, Started
 from .archives import archive_kind, discard, members
 from .calendar import refresh_rule_occurrences
+from .job import LoadJob
 from .nothing_found import nothing_found_note
 from .paths import InputFile, total_bytes
 from .plausible import clock_note, implausible_time
@@ -38,7 +38,7 @@ def ingest_files(
     ahead: Ahead | None = None,
 ) -> IngestReport:
     """Ingest files (`paths.expand_paths`) into the open database; one failure never stops the others.
-    `ahead` holds facts of a file started before (`ahead.start_first`)."""
+    `ahead` holds the work on the first file started before (`ahead.start_first`)."""
     wrong_at = implausible_time(options.at, "--at")
     if wrong_at is not None:  # stamped on every printout without a time of its own: refuse it once, up front
         raise OomlabError(wrong_at)
@@ -56,8 +56,8 @@ def ingest_files(
         if archive is not None:
             report.results.extend(_ingest_archive(con, file.path, archive, options, progress))
             continue
-        facts = ahead.for_path(file.path) if ahead is not None else None
-        report.results.append(_ingest_followed(con, file, options, facts, progress))
+        started = ahead.for_path(file.path) if ahead is not None else None
+        report.results.append(_ingest_followed(con, file, options, started, progress))
     if any(r.status == INGESTED for r in report.results):
         refresh_rule_occurrences(con)  # new data or new rules: runs of recurring jobs cover it all
         reconcile_oom_sightings(con)  # new sightings may be of OOMs other files saw: one event per real OOM
@@ -71,7 +71,7 @@ def _ingest_followed(
     con: duckdb.DuckDBPyConnection,
     file: InputFile,
     options: IngestOptions,
-    facts: Future[FileFacts] | None,
+    started: Started | None,
     progress: Progress | None,
     stored_as: str | None = None,
 ) -> SourceResult:
@@ -80,11 +80,11 @@ def _ingest_followed(
     followed by the next one."""
     with _stop_comes_first():
         if progress is None:
-            return ingest_file(con, file.path, options, facts, stored_as=stored_as)
+            return ingest_file(con, file.path, options, started, stored_as=stored_as)
         progress.start(file.path, file.size)
         position = ReadPosition()
         with polling(con, progress, position):
-            result = ingest_file(con, file.path, options, facts, position, stored_as=stored_as)
+            result = ingest_file(con, file.path, options, started, position, stored_as=stored_as)
         progress.finish()
         return result
 
@@ -122,14 +122,15 @@ def ingest_file(
     con: duckdb.DuckDBPyConnection,
     path: str,
     options: IngestOptions,
-    facts: Future[FileFacts] | None = None,
+    started: Started | None = None,
     position: ReadPosition | None = None,
     stored_as: str | None = None,
 ) -> SourceResult:
-    """One file in one transaction: all of its rows, or none of them. `facts`: the file's, if under way;
+    """One file in one transaction: all of its rows, or none of them. `started`: the work on it under way;
     `position`: where a loader reports how far it has read; `stored_as`: the path the source is recorded under
     when not the file's own (an archive member's copy)."""
     abspath = stored_as or str(Path(path).resolve())
+    facts = started.facts if started is not None else None
     try:
         before = FileState.of(path)
         size = before.size
@@ -144,7 +145,7 @@ def ingest_file(
                     fresh = facts.result().content_hash if facts is not None else hash_of(path, HASH_ALGORITHM)
                     load.upgrade_hash(con, abspath, fresh)
                 return SourceResult(path, SKIPPED, message=f"already ingested as {duplicate}")
-        return _ingest_new(con, path, abspath, before, options, facts, position)
+        return _ingest_new(con, path, abspath, before, options, started, position)
     except EmptyInputError as exc:
         return SourceResult(path, SKIPPED, message=exc.message)
     except OomlabError as exc:
@@ -213,39 +214,36 @@ def _ingest_new(
     abspath: str,
     before: FileState,
     options: IngestOptions,
-    facts: Future[FileFacts] | None,
+    started: Started | None,
     position: ReadPosition | None,
 ) -> SourceResult:
-    kind = detect.detect_kind(path, options.fields)
+    # the first file's kind was detected, and its text search started, before the loop (ingest/ahead.py)
+    kind = started.kind.result() if started is not None else detect.detect_kind(path, options.fields)
+    search = started.search.result() if started is not None else None
     # Hashing (and, for request logs, line counting) runs beside the reading.
+    facts = started.facts if started is not None else None
     if facts is None:
-        facts = facts_in_background(path, count_lines=kind in detect.LINE_ORIENTED)
+        facts = facts_in_background(path, count_lines=kind in formats.LINE_ORIENTED)
+    job = LoadJob(con, Path(path), kind, -1, options, facts, position, robust=False, search=search)
     try:
-        return _ingest_in_transaction(con, path, abspath, before, kind, options, facts, position, robust=False)
+        return _ingest_in_transaction(job, abspath, before)
     except FastPathRefused:
         stop_if_asked()  # the fast path failed because a stop landed in it: no second try
-        return _ingest_in_transaction(con, path, abspath, before, kind, options, facts, position, robust=True)
+        return _ingest_in_transaction(replace(job, robust=True), abspath, before)
 
 
-def _ingest_in_transaction(
-    con: duckdb.DuckDBPyConnection,
-    path: str,
-    abspath: str,
-    before: FileState,
-    kind: str,
-    options: IngestOptions,
-    facts: Future[FileFacts],
-    position: ReadPosition | None,
-    robust: bool,
-) -> SourceResult:
-    """One file in one transaction: all of its rows, or none of them. A file that changed while it was read
+def _ingest_in_transaction(job: LoadJob, abspath: str, before: FileState) -> SourceResult:
+    """One file in one transaction: all of its rows, or none of them, by its format's loader (parse/formats.py;
+    the loaders are imported when a file needs them: the text scanner brings polars and numpy, the snapshot
+    reader its own modules, and a run over request logs needs neither). A file that changed while it was read
     stores nothing: its rows and its hash may be of different contents, and the next run reads it again."""
+    con, path, kind, options = job.con, str(job.path), job.kind, job.options
     con.execute("BEGIN TRANSACTION")
     try:
         load.remove_sources(con, load.source_ids_for_path(con, abspath))
         source_id = load.next_source_id(con)
-        rows, rejects = _load_content(con, Path(path), kind, source_id, options, facts, position, robust)
-        content_hash = facts.result().content_hash
+        rows, rejects = _load(replace(job, source_id=source_id))
+        content_hash = job.facts.result().content_hash
         changed = before.changed(path)
         if changed is not None:
             rollback(con)
@@ -254,7 +252,7 @@ def _ingest_in_transaction(
         if duplicate:
             rollback(con)
             return SourceResult(path, SKIPPED, kind, message=_duplicate_message(con, abspath, duplicate))
-        note = nothing_found_note(Path(path), kind) if rows == 0 and rejects == 0 else None
+        note = nothing_found_note(job.path, kind) if rows == 0 and rejects == 0 else None
         size = before.size
         load.insert_source(
             con,
@@ -267,6 +265,11 @@ def _ingest_in_transaction(
     samples = _reject_samples(con, path, source_id) if rejects else []
     status = INGESTED if note is None else NOTHING_FOUND
     return SourceResult(path, status, kind, rows, rejects, message=note or "", reject_samples=samples)
+
+
+def _load(job: LoadJob) -> tuple[int, int]:
+    """Rows and rejects of one file, by its format's loader."""
+    return formats.BY_NAME[job.kind].load()(job)
 
 
 def _duplicate_message(con: duckdb.DuckDBPyConnection, abspath: str, duplicate: str) -> str:
@@ -283,44 +286,6 @@ def _duplicate_message(con: duckdb.DuckDBPyConnection, abspath: str, duplicate: 
         rollback(con)
         raise
     return f"its content changed to that of {duplicate}, already ingested: the rows of its earlier content were removed"
-
-
-def _load_content(
-    con: duckdb.DuckDBPyConnection,
-    path: Path,
-    kind: str,
-    source_id: int,
-    options: IngestOptions,
-    facts: Future[FileFacts],
-    position: ReadPosition | None,
-    robust: bool,
-) -> tuple[int, int]:
-    """Rows and rejects loaded from one file of a known kind."""
-    # Loaders of the other kinds are imported when a file needs them: the text scanner brings polars and
-    # numpy, the snapshot reader its own modules, and a run over request logs needs neither.
-    if kind == detect.TEXT:
-        from .text import ingest_text_log
-
-        return ingest_text_log(con, path, source_id, options, position)
-    if kind in detect.TELEMETRY:
-        from .telemetry import ingest_telemetry
-
-        return ingest_telemetry(con, path, kind, source_id, options)
-    if kind == detect.SNAPSHOT:
-        from .snapshot import ingest_snapshot
-
-        return ingest_snapshot(con, path, source_id, options)
-    if kind == detect.MEMORY_STATS:
-        from .allocator import ingest_memory_stats
-
-        return ingest_memory_stats(con, path, source_id, options)
-    if kind == detect.CALENDAR:
-        from .calendar import ingest_calendar
-
-        return ingest_calendar(con, path, source_id, options)
-    from .requests import ingest_structured
-
-    return ingest_structured(con, path, kind, source_id, options, facts, robust)
 
 
 def _reject_samples(con: duckdb.DuckDBPyConnection, path: str, source_id: int, limit: int = 5) -> list[str]:

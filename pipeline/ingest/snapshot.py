@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
@@ -12,6 +13,14 @@ from ..errors import InputError
 from ..load import tables as load
 from ..load.snapshot import SnapshotLabels, load_snapshot
 from ..load.sql import run_file
+
+if TYPE_CHECKING:
+    from .job import LoadJob
+
+
+def load_job(job: LoadJob) -> tuple[int, int]:
+    """A snapshot's loader (parse/formats.py)."""
+    return ingest_snapshot(job.con, job.path, job.source_id, job.options)
 
 
 def ingest_snapshot(

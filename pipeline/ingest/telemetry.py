@@ -16,18 +16,19 @@ import duckdb
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from ..parse.telemetry.blocks import Found
     from ..parse.telemetry.startup import StartupMemory, StartupScanner
+    from .job import LoadJob
 
 from ..config import IngestOptions
 from ..errors import InputError
 from ..load import tables as load
+from ..parse import formats
 from ..parse.compression import READ_ERRORS, open_binary
-from ..parse.detect import PROMETHEUS
 from ..parse.telemetry.memory import impossible_memory
 from ..parse.telemetry.naming import file_instance
 from ..parse.telemetry.nvsmi import NVSMI_APPS, NVSMI_GPU, read_nvsmi
 from ..parse.telemetry.prom import read_samples
-from ..parse.telemetry.reports import REPORT_ORIGINS, read_report
 from ..parse.telemetry.scrape import ENGINE_SAMPLES, Scrape
 from ..parse.telemetry.values import GPU_COLUMNS, GPU_SAMPLES, PROCESS_COLUMNS, PROCESS_SAMPLES, TelemetryRow
 from ..parse.text.logline import LineClock
@@ -80,10 +81,15 @@ _INT32_MAX, _INT64_MAX = 2**31 - 1, 2**63 - 1
 _MASKED_UUID = re.compile(r"^(?:GPU|MIG)-[0-]+$")
 
 
+def load_job(job: LoadJob) -> tuple[int, int]:
+    """A telemetry file's loader (parse/formats.py)."""
+    return ingest_telemetry(job.con, job.path, job.kind, job.source_id, job.options)
+
+
 def ingest_telemetry(
     con: duckdb.DuckDBPyConnection, path: Path, kind: str, source_id: int, options: IngestOptions
 ) -> tuple[int, int]:
-    """Load one telemetry file of a detected kind (detect.TELEMETRY) into its tables; returns (rows, rejects)."""
+    """Load one telemetry file of a detected kind (formats.TELEMETRY) into its tables; returns (rows, rejects)."""
     try:
         rows, rejects, origin = _read(path, kind, options)
     except (*READ_ERRORS, ZoneInfoNotFoundError) as exc:
@@ -91,34 +97,77 @@ def ingest_telemetry(
         raise InputError(
             str(path), f"cannot read: {reason}", hint="check that the file is complete and not corrupted"
         ) from exc
+    inserted, outsized = insert_telemetry(con, path, rows, origin, source_id, options)
+    return inserted, load.insert_rejects(con, source_id, rejects + outsized)
+
+
+def insert_telemetry(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    rows: list[TelemetryRow],
+    origin: str,
+    source_id: int,
+    options: IngestOptions,
+    instance: str | None = None,
+) -> tuple[int, list[Reject]]:
+    """Insert a file's rows (or a block's inside a text log, whose instance the log's is) into their tables;
+    returns how many went in and the rejects of those that cannot."""
     rows, outsized = _within_columns(rows)
-    placed = _Placement(source_id, origin, options, _fallback_instance(con, path, rows)).place(rows)
-    rejects += outsized
-    inserted = sum(insert_rows(con, table, placed[table], columns) for table, columns in _TABLE_COLUMNS.items())
-    return inserted, load.insert_rejects(con, source_id, rejects)
+    fallback = instance or _fallback_instance(con, path, rows)
+    placed = _Placement(source_id, origin, options, fallback).place(rows)
+    return sum(insert_rows(con, table, placed[table], columns) for table, columns in _TABLE_COLUMNS.items()), outsized
+
+
+def insert_blocks(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    found: list[Found],
+    source_id: int,
+    options: IngestOptions,
+    instance: str,
+) -> tuple[int, list[Reject]]:
+    """The telemetry blocks found inside a text log (pasted reports, shell sessions): their rows, as a telemetry
+    file's, on the log's instance where they name no host; returns rows inserted and rejects to keep."""
+    inserted, rejects = 0, []
+    for block in found:
+        rows, wrong = _split(block.rows)
+        count, outsized = insert_telemetry(con, path, rows, block.origin, source_id, options, instance)
+        inserted += count
+        rejects += block.rejects + wrong + outsized
+    return inserted, rejects
 
 
 def _read(path: Path, kind: str, options: IngestOptions) -> tuple[list[TelemetryRow], list[Reject], str]:
-    """The file's rows, its rejects, and the origin its GPU rows get."""
+    """The file's rows, its rejects, and the origin its GPU rows get (its format's, parse/formats.py)."""
+    fmt = formats.BY_NAME[kind]
+    origin = fmt.origin or kind
     if kind in (NVSMI_GPU, NVSMI_APPS):
-        table = PROCESS_SAMPLES if kind == NVSMI_APPS else GPU_SAMPLES
-        rows: list[TelemetryRow] = []
-        rejects: list[Reject] = []
-        for item in read_nvsmi(
-            path, kind, options.tz, options.columns
-        ):  # it checks its rows' memory, under the CSV's names
+        return *_read_query_csv(path, kind, options), origin
+    with open_binary(path) as handle:
+        lines = (raw.decode("utf-8", errors="replace") for raw in handle)
+        if kind == formats.PROMETHEUS:
+            scrape = Scrape(at=options.at, instance=options.instance).read(read_samples(lines))
+            return scrape.rows(), scrape.rejects, origin
+        assert fmt.read is not None, f"{kind} has no reader"
+        zone = ZoneInfo(options.tz) if options.tz else None
+        return *_split(list(fmt.read(lines, zone))), origin
+
+
+def _read_query_csv(path: Path, kind: str, options: IngestOptions) -> tuple[list[TelemetryRow], list[Reject]]:
+    """An nvidia-smi query CSV's rows (it checks its rows' memory, under the CSV's names) and rejects; a
+    header-less one whose values cannot name their fields is one reject that says so."""
+    table = PROCESS_SAMPLES if kind == NVSMI_APPS else GPU_SAMPLES
+    rows: list[TelemetryRow] = []
+    rejects: list[Reject] = []
+    try:
+        for item in read_nvsmi(path, kind, options.tz, options.columns):
             if isinstance(item, Reject):
                 rejects.append(item)
             else:
                 rows.append(TelemetryRow(table, item))
-        return rows, rejects, "nvidia-smi"
-    with open_binary(path) as handle:
-        lines = (raw.decode("utf-8", errors="replace") for raw in handle)
-        if kind == PROMETHEUS:
-            scrape = Scrape(at=options.at, instance=options.instance).read(read_samples(lines))
-            return scrape.rows(), scrape.rejects, "dcgm"
-        zone = ZoneInfo(options.tz) if options.tz else None
-        return *_split(list(read_report(lines, kind, zone))), REPORT_ORIGINS[kind]
+    except InputError as exc:
+        rejects.append(Reject(1, exc.reason if exc.hint is None else f"{exc.reason} ({exc.hint})", ""))
+    return rows, rejects
 
 
 def _split(items: list[TelemetryRow | Reject]) -> tuple[list[TelemetryRow], list[Reject]]:

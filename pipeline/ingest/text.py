@@ -1,30 +1,40 @@
 """Text logs: every OOM message found becomes an oom_events row (origin `message`); serving engines' start-up
 memory reports, read from the same pass, become engine_memory rows, memory_summary() tables allocator_stats
-rows, and lines that set PYTORCH_CUDA_ALLOC_CONF allocator_settings rows."""
+rows, lines that set PYTORCH_CUDA_ALLOC_CONF allocator_settings rows, and telemetry pasted into the log (a
+report in a ticket, a shell session) rows of the telemetry tables."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
 
 import duckdb
 
 from ..config import IngestOptions
 from ..load import tables as load
+from ..parse import formats
 from ..parse.alloc_conf import SettingsScanner
 from ..parse.allocator import SummaryScanner
+from ..parse.telemetry.blocks import BlockScanner
 from ..parse.text.host_label import host_named_in
 from ..parse.text.textlog import scan_text_log
 from ..records import Reject, TextOom
 from .alloc_conf import insert_stated
 from .allocator import insert_moments
 from .plausible import split_plausible
-from .telemetry import insert_engine_memory, startup_scanner
+from .telemetry import insert_blocks, insert_engine_memory, startup_scanner
 from .text_readers import ALSO_READ
 
 if TYPE_CHECKING:
-    from ..parse.text.textscan import Window
+    from ..parse.text.textscan import SearchAhead, Window
+    from .job import LoadJob
     from .progress import ReadPosition
+
+
+def load_job(job: LoadJob) -> tuple[int, int]:
+    """A text log's loader (parse/formats.py)."""
+    return ingest_text_log(job.con, job.path, job.source_id, job.options, job.position, job.search)
 
 
 def ingest_text_log(
@@ -33,9 +43,10 @@ def ingest_text_log(
     source_id: int,
     options: IngestOptions,
     position: ReadPosition | None = None,
+    ahead: SearchAhead | None = None,
 ) -> tuple[int, int]:
     """Load the OOM messages (and engine start-up reports) of one text log; returns (rows, rejects). How far
-    the scan has got goes to `position`."""
+    the scan has got goes to `position`; `ahead` is rg's search of it started before (ingest/ahead.py)."""
     # --instance, else the one node or host the log names of itself (a pod's log), else the file's name
     instance = options.instance or host_named_in(path) or options.instance_for(path)
     found: list[TextOom] = []
@@ -43,15 +54,17 @@ def ingest_text_log(
     startup = startup_scanner(options)
     summaries = SummaryScanner(startup.clock)
     settings = SettingsScanner(startup.clock)
+    blocks = BlockScanner(formats.BLOCKS, ZoneInfo(options.tz) if options.tz else None, options.at)
 
     def on_window(window: Window) -> None:
         startup.window(window)
         summaries.window(window)
         settings.window(window)
+        blocks.window(window)
         if position is not None:
             position.fraction = window.progress
 
-    for item in scan_text_log(path, default_tz=options.tz, on_window=on_window, also=ALSO_READ):
+    for item in scan_text_log(path, default_tz=options.tz, on_window=on_window, also=ALSO_READ, ahead=ahead):
         (rejects if isinstance(item, Reject) else found).append(item)
     found, dated_wrong = split_plausible(found, lambda f: f.ts, lambda f: f.line, lambda f: f.oom.message)
     reports, reports_wrong = split_plausible(startup.reports(), lambda r: r.ts, lambda r: r.line, str)
@@ -62,7 +75,11 @@ def ingest_text_log(
     rows += insert_engine_memory(con, reports, source_id, instance)
     rows += insert_moments(con, moments, source_id, instance, options.at)
     rows += insert_stated(con, stated, source_id, instance)
-    rejects = sorted(rejects + dated_wrong + reports_wrong + moments_wrong + stated_wrong, key=lambda r: r.line or 0)
+    in_blocks, blocks_wrong = insert_blocks(con, path, blocks.found, source_id, options, instance)
+    rows += in_blocks
+    rejects = sorted(
+        rejects + blocks_wrong + dated_wrong + reports_wrong + moments_wrong + stated_wrong, key=lambda r: r.line or 0
+    )
     return rows, load.insert_rejects(con, source_id, rejects)
 
 

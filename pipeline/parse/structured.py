@@ -25,7 +25,7 @@ from ..assets import scratch_dir
 from ..errors import InputError
 from ..records import Reject
 from .compression import DECOMPRESSION_ERRORS, compression_of, open_binary
-from .detect import csv_delimiter
+from .recognise import csv_delimiter
 
 # DuckDB reads these compressions itself; others are decompressed to a temporary file first.
 _NATIVE_COMPRESSION = {None: "none", "gzip": "gzip", "zstd": "zstd"}

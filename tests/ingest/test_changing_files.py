@@ -37,14 +37,14 @@ def log(tmp_path):
 
 
 def test_a_log_rotated_during_its_read_stores_nothing_and_its_copy_is_ingested_after(tmp_path, log, monkeypatch):
-    load = run._load_content
+    load = run._load
 
-    def rotating(*args, **kwargs):
-        out = load(*args, **kwargs)
+    def rotating(job):
+        out = load(job)
         _copytruncate(log)  # the rows are read; the file is rotated before the ingest ends
         return out
 
-    monkeypatch.setattr(run, "_load_content", rotating)
+    monkeypatch.setattr(run, "_load", rotating)
     db = tmp_path / "r.duckdb"
     (result,) = api.ingest(db, [str(log)], IngestOptions()).results
     assert result.status == FAILED
@@ -147,11 +147,11 @@ def test_the_first_error_is_the_one_reported_when_the_rollback_fails_too(tmp_pat
     import errno
     import os
 
-    def full(con, *args, **kwargs):
-        con.execute("ROLLBACK")  # the transaction is over: the error path's own ROLLBACK will fail
+    def full(job):
+        job.con.execute("ROLLBACK")  # the transaction is over: the error path's own ROLLBACK will fail
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(run, "_load_content", full)
+    monkeypatch.setattr(run, "_load", full)
     (result,) = api.ingest(tmp_path / "full.duckdb", [str(log)], IngestOptions()).results
     assert (result.status, result.message) == (FAILED, f"{log}: No space left on device")
 

@@ -11,7 +11,7 @@ import xxhash
 from oomlab import api
 from oomlab.config import IngestOptions
 from oomlab.fields import FIELDS
-from oomlab.ingest.ahead import Ahead, start_first
+from oomlab.ingest.ahead import Ahead, Started, start_first
 from oomlab.ingest.paths import expand_paths
 from oomlab.ingest.run import ingest_files
 from oomlab.load.tables import connect
@@ -48,32 +48,40 @@ def test_file_facts_count_lines_of_the_text(tmp_path):
 def test_the_first_file_is_read_ahead_with_its_kind(tmp_path):
     folder = tmp_path / "logs"
     folder.mkdir()
-    assert start_first(expand_paths([str(folder)]), FIELDS) is None  # an empty folder: nothing to read
-    assert start_first(expand_paths([str(tmp_path / "gone")]), FIELDS) is None  # not there
-    assert start_first([], FIELDS) is None
+    assert start_first(expand_paths([str(folder)]), FIELDS).first is None  # an empty folder: nothing to read
+    assert start_first(expand_paths([str(tmp_path / "gone")]), FIELDS).first is None  # not there
+    assert start_first([], FIELDS).first is None
     request_log = start_first(expand_paths([str(SERVE_MIXED)]), FIELDS)
-    assert request_log is not None and request_log.for_path(str(SERVE_MIXED)) is request_log.facts
+    first = request_log.for_path(str(SERVE_MIXED))
+    assert first is not None and first is request_log.first
     assert request_log.for_path(str(folder)) is None
-    assert request_log.facts.result() == FileFacts(content_hash_of(SERVE_MIXED), 101)  # lines counted: a request log
+    assert first.facts.result() == FileFacts(content_hash_of(SERVE_MIXED), 101)  # lines counted: a request log
+    assert (first.kind.result(), first.search.result()) == ("jsonl", None)  # no search: not a text log
     text_log = H200 / "serve_mixed" / "oom_messages.txt.gz"
-    assert start_first(expand_paths([str(text_log)]), FIELDS).facts.result() == FileFacts(content_hash_of(text_log), -1)
+    started = start_first(expand_paths([str(text_log)]), FIELDS).first
+    assert started.facts.result() == FileFacts(content_hash_of(text_log), -1)
+    assert started.kind.result() == "text"
     (folder / "b.txt").write_text("x\n")
     (folder / ".a.part").write_text("half\n")  # dot files are skipped, so the first file is b.txt
     in_folder = start_first(expand_paths([str(folder)]), FIELDS)  # the walk is done first: its first file too
-    assert in_folder is not None and in_folder.path == str(folder / "b.txt")
+    assert in_folder.first is not None and in_folder.first.path == str(folder / "b.txt")
+    in_folder.close()
 
 
 def test_ingest_takes_the_facts_read_ahead(db):
-    fake = Future()
+    fake, kind, search = Future(), Future(), Future()
     fake.set_result(FileFacts("f" * 64, -1))
+    kind.set_result("text")
+    search.set_result(None)
     log = H200 / "serve_mixed" / "oom_messages.txt.gz"
     files = expand_paths([str(log)])
+    ahead = Ahead(Started(str(log), kind, fake, search))
     with connect(db) as con:
-        report = ingest_files(con, files, IngestOptions(), ahead=Ahead(str(log), fake))
+        report = ingest_files(con, files, IngestOptions(), ahead=ahead)
     assert [r.status for r in report.results] == ["ingested"]
     assert api.query(db, "SELECT content_hash, rows FROM sources").rows == [("f" * 64, 4)]
     with connect(db) as con:  # the same facts: skipped
-        again = ingest_files(con, files, IngestOptions(), ahead=Ahead(str(log), fake))
+        again = ingest_files(con, files, IngestOptions(), ahead=ahead)
     assert [r.status for r in again.results] == ["skipped"]
 
 

@@ -49,8 +49,8 @@ def test_the_scan_takes_up_the_search_started_ahead(
     log = serve_log(tmp_path)
     report = api.ingest(tmp_path / "ahead.duckdb", [str(log)], IngestOptions())
     assert [r.rows for r in report.results] == [len(events(tmp_path / "ahead.duckdb"))] and report.results[0].rows > 0
-    assert len(started) == 1 and textscan._AHEAD == {}  # one rg for the file: the one started ahead
-    monkeypatch.setattr(ahead, "_search_if_text", lambda path, fields: None)
+    assert len(started) == 1  # one rg for the file: the one started ahead
+    monkeypatch.setattr(ahead, "_search", lambda path: None)
     api.ingest(tmp_path / "later.duckdb", [str(log)], IngestOptions())
     assert len(started) == 2  # started by the scan itself
     assert events(tmp_path / "ahead.duckdb") == events(tmp_path / "later.duckdb")
@@ -62,8 +62,20 @@ def test_a_search_no_scan_takes_up_is_ended(tmp_path: Path, started: list[ripgre
     api.ingest(db, [str(log)], IngestOptions())
     report = api.ingest(db, [str(log)], IngestOptions())  # unchanged: skipped before any scan
     assert [r.status for r in report.results] == ["skipped"]
-    assert len(started) == 2 and textscan._AHEAD == {}
+    assert len(started) == 2
     assert started[1].child.returncode is not None  # ended and reaped, not left running
+
+
+def test_the_first_file_is_detected_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its kind is told in the thread that starts its search, and the loop takes that answer (issue 38)."""
+    from oomlab.parse import detect
+
+    calls: list[str] = []
+    real = detect.detect_kind
+    monkeypatch.setattr(detect, "detect_kind", lambda path, *rest: calls.append(str(path)) or real(path, *rest))
+    log = serve_log(tmp_path)
+    report = api.ingest(tmp_path / "once.duckdb", [str(log)], IngestOptions())
+    assert report.results[0].rows > 0 and calls == [str(log)]
 
 
 def test_nothing_is_searched_ahead_for_other_kinds(tmp_path: Path, started: list[ripgrep.RipgrepSearch]) -> None:

@@ -181,10 +181,12 @@ def test_a_headerless_csv_is_read_with_columns_and_refused_without(run_cli, sql,
 
     artifact = next((ROOT / "telemetry").glob("019_*")) / "artifact.csv"
     refused = run_cli("ingest", artifact, "--db", db, "--quiet")
-    assert refused.exit_code == 1 and "--columns" in refused.stderr
+    assert refused.exit_code == 0 and "--columns" in refused.output  # refused, and kept as the file's reject
+    assert sql("SELECT rows, rejects FROM sources") == [(0, 1)]
     fields = "memory.total,memory.free,memory.used,temperature.gpu,fan.speed,utilization.gpu,utilization.memory"
     result = run_cli("ingest", artifact, "--db", db, "--columns", fields, "--quiet")
     assert result.exit_code == 0, result.output
     assert sql("SELECT memory_total_bytes, memory_used_bytes, temperature, utilization_gpu FROM gpu_samples") == [
         (2004 << 20, 0, 44.0, 0.0)
     ]
+    assert sql("SELECT rows, rejects FROM sources") == [(1, 0)]  # read again with the names: its rows replace it

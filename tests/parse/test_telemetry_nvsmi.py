@@ -209,16 +209,20 @@ def test_at_places_samples_without_a_time(db, run_cli, sql) -> None:
 
 
 def test_a_headerless_csv_whose_fields_cannot_be_told_asks_for_the_header(db, run_cli, sql) -> None:
+    """Refused, and kept: its source row counts the reject, and the rejects table says why (issue 38)."""
     path = CORPUS / "019_nvsmi_csv_noheader-nounits-not-supported" / "artifact.csv"
     assert detect_kind(path) == "nvsmi_gpu"  # `[Not Supported]` says nvidia-smi
     result = run_cli("ingest", path, "--db", db)
-    assert result.exit_code == 1
-    assert (
-        f"error: {path}: nvidia-smi CSV without a header: which value is which field cannot be told from the "
+    assert result.exit_code == 0
+    reason = (
+        "nvidia-smi CSV without a header: which value is which field cannot be told from the "
         "values ('2004, 2004, 0, 44, [Not Supported], 0, 0') (pass the queried field names with --columns (e.g. "
         "`--columns memory.total,memory.used`), or query it without `noheader`)"
-    ) in " ".join(result.stderr.split())
+    )
+    assert f"{path}:1: {reason}" in " ".join(result.output.split())
     assert sql("SELECT count(*) FROM gpu_samples") == [(0,)]
+    assert sql("SELECT kind, rows, rejects FROM sources") == [("nvsmi_gpu", 0, 1)]
+    assert sql("SELECT line, reason FROM rejects") == [(1, reason)]
 
 
 def test_a_headerless_compute_apps_csv_is_told_by_its_values(tmp_path, db, run_cli, sql) -> None:

@@ -45,6 +45,7 @@ OOM_MARKERS: tuple[bytes, ...] = (
     b"context's memory pool",  # ggml: not enough space in the context's memory pool
     b"Tactic Device request",  # TensorRT's builder: Tactic Device request: 538MB Available: 166MB
     b"allocating <= available",  # Paddle 2018: enforce allocating <= available failed
+    b"Allocation on device",  # cudaMallocAsync's, and ComfyUI's print of it without its figures
 )
 
 

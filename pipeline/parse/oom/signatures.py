@@ -350,6 +350,12 @@ SIGNATURES: tuple[Signature, ...] = (
     # A pasted fragment without its head is still PyTorch's layout.
     signature("pytorch", r"Tried to allocate {SIZE} (?:\( ?GPU|\. ?GPU \d+ has a total)", **_TORCH),
     signature("pytorch", r"Allocation on device \d+ would exceed allowed memory", **_TORCH_ASYNC),
+    # The same exception printed by ComfyUI with its figures on lines that were not kept: only the head is left
+    # (`torch.OutOfMemoryError: Allocation on device `, `!!! Exception during processing !!! Allocation on
+    # device `; tests/cases/realworld/pasted_text/021).
+    signature(
+        "pytorch", r"(?:OutOfMemoryError :|Exception during processing !!!) Allocation on device", **_TORCH_ASYNC
+    ),
     signature("paddle", "Out of memory error on GPU", **_PADDLE),
     signature("paddle", r"enforce allocating <= available failed", **_PADDLE_ENFORCE),
     # Before the op's `OOM when allocating`, which its message is followed by.
@@ -407,6 +413,13 @@ SIGNATURES: tuple[Signature, ...] = (
     signature("llama.cpp", "{OOM}", *_LLAMA_BUFFER, context=_LLAMA_CONTEXT, **_LLAMA),
     signature("mxnet", "{OOM}", "Memory allocation failed", context=_MXNET_CONTEXT),
     signature("spconv", "{OOM}", context=rx(r"tensorview|spconv")),
+    # TVM's pooled allocator (MLC LLM's runtime) after freeing its pool and retrying once:
+    # `Failed to allocate 99121664 bytes with alignment 16 bytes.` (tests/cases/realworld/pasted_text/016)
+    signature(
+        "tvm",
+        r"Failed to allocate {BYTES} bytes with alignment \d+ bytes",
+        fields=(F("requested_bytes", "Failed to allocate {BYTES} bytes with alignment"),),
+    ),
     signature("cublas", "CUBLAS_STATUS_ALLOC_FAILED"),
     signature("cudnn", "CUDNN_STATUS_ALLOC_FAILED"),
     signature("hip", "hipErrorOutOfMemory", "HIP error : out of memory"),

@@ -57,9 +57,12 @@ def dmon_kind(text: str) -> str | None:
     if len(lines) < 2 or not lines[0].startswith("#"):
         return None
     names = lines[0].lstrip("#").split()
+    if names[:1] == ["#"]:  # `# # gpu ...`: a dmon table commented out, read once its comment marks are off
+        return None
     if "gpu" in names and lines[1].startswith("#") and "Idx" in lines[1].lstrip("#").split():
         return NVSMI_DMON
-    if names[:1] == ["Entity"] and lines[1].split() == ["ID"]:
+    # `ID` below (or `ID  W  C`, with the units), or, where the poster cut that line, the first GPU's row
+    if names[:1] == ["Entity"] and lines[1].split()[:1] in (["ID"], ["GPU"]):
         return DCGMI_DMON
     return None
 
@@ -71,7 +74,7 @@ def read_dmon(lines: Iterable[str], kind: str, zone: tzinfo | None) -> Iterator[
         text = line.strip()
         if text.startswith("#"):
             reader.header(text)
-        elif text and text != "ID":
+        elif text and text.split()[0] != "ID":  # dcgmi's units row: `ID`, or `ID   W   C` under the names
             row = reader.row(number, text)
             if row is not None:
                 yield row

@@ -18,7 +18,7 @@ import csv
 import io
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -207,7 +207,6 @@ def read_nvsmi(
 ) -> Iterator[dict[str, object] | Reject]:
     """Every data row of an nvidia-smi query CSV as a dict of table columns, or a Reject naming its line.
     `columns`: the field names of a file written with `noheader`, as they were queried (--columns)."""
-    mapping = APPS_FIELDS if kind == NVSMI_APPS else GPU_FIELDS
     with open_binary(path) as handle:
         text = io.TextIOWrapper(handle, encoding="utf-8", errors="replace", newline="")
         first = text.readline()
@@ -217,12 +216,21 @@ def read_nvsmi(
             head = [first, *itertools.islice(text, _HEAD_LINES - 1)]
             header, start = ", ".join(columns or _headerless_names(path, head)), 1
             lines = itertools.chain(head, text)
-        fields = [Field(f.name, f.unit, mapping.get(f.name)) for f in header_fields(header)]
-        timed = any(f.target and f.target.kind == "ts" for f in fields)
-        reader = _RowReader(fields, ZoneInfo(tz) if tz else None, tz, kind, timed)
-        for number, line in enumerate(lines, start=start):
-            if line.strip():
-                yield reader.row(number, line.rstrip("\r\n"))
+        yield from read_nvsmi_lines(lines, header, kind, tz, start)
+
+
+def read_nvsmi_lines(
+    lines: Iterable[str], header: str, kind: str, tz: str | None = None, start: int = 1
+) -> Iterator[dict[str, object] | Reject]:
+    """The data rows of `lines` under `header` (the CSV's own first line, or the fields a command line queried),
+    numbered from `start`: a file's, or a block's inside other text."""
+    mapping = APPS_FIELDS if kind == NVSMI_APPS else GPU_FIELDS
+    fields = [Field(f.name, f.unit, mapping.get(f.name)) for f in header_fields(header)]
+    timed = any(f.target and f.target.kind == "ts" for f in fields)
+    reader = _RowReader(fields, ZoneInfo(tz) if tz else None, tz, kind, timed)
+    for number, line in enumerate(lines, start=start):
+        if line.strip():
+            yield reader.row(number, line.rstrip("\r\n"))
 
 
 def _headerless_names(path: str | Path, head: list[str]) -> list[str]:

@@ -90,16 +90,22 @@ _MIG_DEVICE, _PROCESSES = "mig device", "processes"
 _MIG_PARENTS = ((), ("mig devices",))
 
 
+def starts_query(line: str) -> bool:
+    """The `==============NVSMI LOG==============` line a -q report starts with."""
+    return _LOG.match(line.strip()) is not None
+
+
 def looks_like_nvsmi_query(text: str) -> bool:
     """Whether a file is `nvidia-smi -q` reports: it starts with the `==============NVSMI LOG==============`
     line, and hardly a line after it is outside the report (a report's lines are indented, or are its
     top-level keys, GPU titles and banners)."""
     lines = text.splitlines()
     first = [line.strip() for line in lines[:10] if line.strip()]
-    return bool(first) and _LOG.match(first[0]) is not None and mostly_report(lines[:-1], _report_line)
+    return bool(first) and _LOG.match(first[0]) is not None and mostly_report(lines[:-1], report_line)
 
 
-def _report_line(line: str) -> bool:
+def report_line(line: str) -> bool:
+    """A line of a -q report: indented, or a banner, top-level key or GPU title."""
     stripped = line.strip()
     return line[:1].isspace() or bool(_LOG.match(stripped) or _KEY_VALUE.match(line) or _GPU.match(stripped))
 

@@ -46,7 +46,7 @@ from .values import (
 )
 
 NVSMI_TABLE = "nvsmi_table"
-_HEADER = re.compile(r"^\|\s*NVIDIA-SMI\s+\S+")
+TABLE_HEADER = re.compile(r"^\|\s*NVIDIA-SMI\s+\S+")
 _BORDER = re.compile(r"^[+|][-=+|]+$")
 _GPU_FIRST = re.compile(r"^\s*(\d+)\s+(.+?)\s+(\S+)\s*$")  # index, name, Persistence-M or Driver-Model
 _GPU_SECOND = re.compile(r"^\s*(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*/\s*(\S+)\s*$")  # fan, temp, perf, power / cap
@@ -71,10 +71,10 @@ def looks_like_nvsmi_table(text: str) -> bool:
     lines = text.splitlines()
     first = [line.strip() for line in lines[:10] if line.strip()][:4]
     for number, line in enumerate(first):
-        if _HEADER.match(line):
+        if TABLE_HEADER.match(line):
             if not all(_may_precede(before) for before in first[:number]):
                 return False
-            return mostly_report(lines[:-1], _table_line)  # the last line of the head may be cut short
+            return mostly_report(lines[:-1], table_line)  # the last line of the head may be cut short
     return False
 
 
@@ -88,7 +88,8 @@ def _may_precede(line: str) -> bool:
     return bool(clock_time(line, None) or _BORDER.match(line) or _COMMAND.search(line))
 
 
-def _table_line(line: str) -> bool:
+def table_line(line: str) -> bool:
+    """A line of the table (a border or a row), or its date line."""
     stripped = line.strip()
     return stripped.startswith(("|", "+")) or clock_time(stripped, None) is not None
 
@@ -119,7 +120,7 @@ class _TableReader:
         if moment is not None:
             self.clock, self.section, self.title = moment, None, None
             return
-        if _HEADER.match(stripped):
+        if TABLE_HEADER.match(stripped):
             self.ts, self.clock, self.section, self.title = self.clock, None, None, None
             return
         if not stripped.startswith(("|", "+")):

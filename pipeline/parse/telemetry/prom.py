@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -26,6 +26,7 @@ from ...records import Reject
 from ...units import UNIT_BYTES
 
 # DCGM's metric name prefixes: the exporter's field names, and the 1.x exporter's.
+PROMETHEUS = "prometheus"  # the kind of Prometheus (and OpenMetrics) text, a file's or a block's
 DCGM_PREFIXES = ("DCGM_FI_", "dcgm_")
 # An engine's metric name prefix -> the framework it names.
 ENGINE_PREFIXES: dict[str, str] = {"vllm:": "vllm", "sglang:": "sglang", "sglang_": "sglang", "tgi_": "tgi"}
@@ -104,6 +105,18 @@ def looks_like_prometheus(text: str) -> bool:
     if not head or sum(1 for line in head if line.startswith("#") or _SAMPLE.match(line)) < 0.8 * len(head):
         return False
     return any(_METRIC_LINE.match(line) or _describes(line) for line in lines)
+
+
+def starts_exposition(lines: Sequence[str]) -> bool:
+    """Whether a block of Prometheus text starts at lines[0]: a DCGM or engine sample, or its `# HELP` / `# TYPE`."""
+    line = lines[0].strip()
+    return bool(_METRIC_LINE.match(line) and _SAMPLE.match(line)) or _describes(line)
+
+
+def exposition_line(line: str) -> bool:
+    """A line of Prometheus text: a comment (`# HELP`, `# TYPE`, `# EOF`) or a sample."""
+    stripped = line.strip()
+    return stripped.startswith("#") or _SAMPLE.match(stripped) is not None
 
 
 def _describes(line: str) -> bool:

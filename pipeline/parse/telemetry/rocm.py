@@ -47,6 +47,11 @@ _TITLES: dict[str, str] = {
 }
 
 
+def rocm_end(line: str) -> bool:
+    """rocm-smi's last line."""
+    return _END in line
+
+
 def looks_like_rocm_smi(text: str) -> bool:
     """Whether the file starts with rocm-smi's banner."""
     lines = [line for line in text.splitlines()[:3] if line.strip()]

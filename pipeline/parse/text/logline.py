@@ -15,10 +15,11 @@ _MONTHS = {
 }
 _LEVEL = r"(?:CRITICAL|ERROR|WARNING|WARN|INFO|DEBUG|TRACE|FATAL|NOTICE)"
 _HMS = r"\d{2}:\d{2}:\d{2}(?:[.,]\d+)?"
-# What may stand before a line's timestamp: a Markdown quote (`> `, a pasted log), a launcher's number for the
-# child whose output the line is (`[1] `), and docker compose's service column (`tgi-1  | `: `docker compose
-# logs` prefixes every line with the container name and a bar).
-_LEAD = r"\s*(?:>\s*)*(?:\[\d{1,4}\]\s+)?(?:[\w.-]{1,120}\s+\|\s)?"
+# What may stand before a line's timestamp: a Markdown quote (`> `, a pasted log) or emphasis (`**`, a line
+# someone made bold in a ticket), a launcher's number for the child whose output the line is (`[1] `), and
+# docker compose's service column (`tgi-1  | `: `docker compose logs` prefixes every line with the container
+# name and a bar).
+_LEAD = r"\s*(?:>\s*)*(?:\*{1,2}|_{1,2})?(?:\[\d{1,4}\]\s+)?(?:[\w.-]{1,120}\s+\|\s)?"
 _LINE_TS = re.compile(
     _LEAD + r"\[?(?:"
     r"(?P<iso>\d{4}-\d{2}-\d{2}[T ]" + _HMS + r"(?:Z|[+-]\d{2}:?\d{2})?)"

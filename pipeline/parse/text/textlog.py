@@ -19,8 +19,9 @@ from ..compression import READ_ERRORS
 from ..oom.clean import clean_message_text
 from ..oom.message import OOM_MARKERS, Reading, analyse_oom, heads_message, opens_message
 from .logline import FOLLOW_UP, LineClock, claims_oom, is_record_start
+from .mention import mentions_only
 from .request_line import request_fields
-from .textscan import LINE_TEXT_BYTES, SEGMENT_BYTES, MarkerFinder, Window, iter_windows, line_text
+from .textscan import LINE_TEXT_BYTES, SEGMENT_BYTES, MarkerFinder, SearchAhead, Window, iter_windows, line_text
 
 REJECT_REASON = "text mentions out of memory but matches no known OOM message format"
 MAX_MESSAGE_LINES = 64  # a message continues over at most this many lines
@@ -33,6 +34,15 @@ RAW_LIMIT = 2000
 # Lines that may stand between a message and the same failure relayed by another layer (see `_is_echo`): a
 # relay logs it as its next record, after at most a blank line and a line of its own ("..." in a paste).
 ECHO_GAP = 2
+# A handler's line printing the error, then the traceback that ends in it (`❌ error: CUDA out of memory ...`,
+# `Traceback (most recent call last):`, frames, `torch.OutOfMemoryError: CUDA out of memory ...`): one failure.
+# A traceback's lines are counted back from its last line up to this many (Python's default recursion limit
+# prints at most about a thousand frames, each a `File` line and its code).
+TRACEBACK_REACH = 2000
+_TRACEBACK_LINE = re.compile(
+    r"^\s*(?:Traceback \(most recent call last\):|File \"[^\"]*\", line \d+|[\^~]+\s*$"
+    r"|\[Previous line repeated \d+ more times?\])|^\s{2,}\S"
+)
 # Lines after a line that opens a message (`opens_message`) within which its out-of-memory words come: the
 # known layouts put them on the next line or two (DeepSpeed's Free:/Total:, FlashInfer's Buffer overflow).
 HEAD_REACH = 3
@@ -53,6 +63,7 @@ def scan_text_log(
     chunk_size: int = SEGMENT_BYTES,
     on_window: Callable[[Window], object] | None = None,
     also: Sequence[MarkerFinder] = (),
+    ahead: SearchAhead | None = None,
 ) -> Iterator[TextOom | Reject]:
     """Every OOM message in the text log at `path`, in order, or a Reject for OOM-looking text that
     matches no known format.
@@ -66,7 +77,7 @@ def scan_text_log(
     `chunk_size` is the unit of work (tests make it small to put messages across chunk boundaries).
     `on_window` sees every window of the log first, so other readers (vLLM's start-up report) share the one
     decompression; the lines holding the markers of `also` (theirs) are found by the same search
-    (`Window.marked`).
+    (`Window.marked`); `ahead` is that search, when it was started before (`textscan.search_ahead`).
     """
     try:
         clock = LineClock(default_tz, year)
@@ -76,7 +87,7 @@ def scan_text_log(
         ) from exc
     try:
         scanner, echoes = _Scanner(clock), _Echoes()
-        for window in iter_windows(path, [OOM_FINDER, *also], segment=chunk_size):
+        for window in iter_windows(path, [OOM_FINDER, *also], segment=chunk_size, ahead=ahead):
             if on_window is not None:
                 on_window(window)
             for found in scanner.scan(window):
@@ -122,6 +133,7 @@ class _Event:
     last: int
     head: str
     text: str
+    frames_above: int = 0  # the traceback's lines right above it (`_frames_above`)
 
 
 @dataclass
@@ -173,10 +185,13 @@ class _Scanner:
         end = self._line_end(hit)
         first = self._text(hit, end)
         oom, state, _, follow = _analyse(first)
+        if oom is not None and _bare(oom) and mentions_only(first):
+            return None  # prose naming the error: no failure of its own
         if oom is not None and state == "ended" and _ends_sentence(first) and is_record_start(first):
             found = TextOom(line, self.clock(first), oom, self._request_before(hit))
+            frames = self._frames_above(hit)
             self.consumed = self._window.base + end  # the common case: one whole log record
-            return _Event(found, line, first, oom.message)
+            return _Event(found, line, first, oom.message, frames)
         msg = _Message(hit, end, [first], oom, state, follow)
         if oom is None and not claims_oom(first):
             # A weak marker ("KV cache memory"): a message only where its line opens one, or ends a line
@@ -192,11 +207,13 @@ class _Scanner:
                 return None  # it opened no message after all: its lines are free for other messages
             self.consumed = self._window.base + msg.end
             return Reject(line, REJECT_REASON, first[:RAW_LIMIT])
-        request = self._request_before(msg.start)
+        if _bare(msg.oom) and mentions_only(first):
+            return None
+        request, frames = self._request_before(msg.start), self._frames_above(msg.start)
         self.consumed = self._window.base + msg.end
         last = line + len(msg.lines) - 1
         found = TextOom(line, self.clock(msg.lines[0]), msg.oom, request)
-        return _Event(found, last, msg.lines[0], msg.oom.message)
+        return _Event(found, last, msg.lines[0], msg.oom.message, frames)
 
     def _request_before(self, start: int) -> tuple[tuple[str, str], ...]:
         """The request the message at `start` failed, from the nearest request line above it within
@@ -311,6 +328,17 @@ class _Scanner:
         text = self._text(prev_start, start)
         return (text, prev_start) if blank or text.strip() else None
 
+    def _frames_above(self, start: int) -> int:
+        """How many lines right above the line at `start` are a traceback's (its header, `File` lines, the code
+        under them, `^^^^` marks): the exception's last line repeats what a handler may have printed before it."""
+        count = 0
+        while count < TRACEBACK_REACH:
+            previous = self._previous_line(start)
+            if previous is None or not _TRACEBACK_LINE.match(previous[0]):
+                break
+            count, start = count + 1, previous[1]
+        return count
+
     def _reach_back(self, msg: _Message) -> int:
         """Prepend up to LOOK_BEHIND earlier lines that belong to the message; return how many.
 
@@ -389,7 +417,8 @@ def _is_echo(earlier: _Event, later: _Event) -> bool:
     the first in one word only (a timestamp, pytest's test name), is that layer reporting another failure.
     """
     first, second = earlier.found.oom, later.found.oom
-    if later.found.line - earlier.last - 1 > ECHO_GAP or first.framework != second.framework:
+    gap = later.found.line - earlier.last - 1 - later.frames_above
+    if gap > ECHO_GAP or first.framework != second.framework:
         return False
     pids, other_pids = _PROCESS_TAG.findall(earlier.head), _PROCESS_TAG.findall(later.head)
     if pids and other_pids and pids != other_pids:

@@ -231,7 +231,11 @@ def _stream_windows(path: Path, segment: int, lookahead: int) -> Iterator[Window
 
 
 def iter_windows(
-    path: str | Path, finders: Sequence[MarkerFinder], *, segment: int = SEGMENT_BYTES
+    path: str | Path,
+    finders: Sequence[MarkerFinder],
+    *,
+    segment: int = SEGMENT_BYTES,
+    ahead: SearchAhead | None = None,
 ) -> Iterator[Window]:
     """The windows of the log at `path` in order, numbered, each with the marker lines of every finder found
     ahead of time (`Window.marked`), in one search for all their markers.
@@ -245,7 +249,7 @@ def iter_windows(
     readers = _Readers(finders)
     plain = compression_of(path) is None
     binary = ripgrep_binary() if plain else None
-    searched = _ripgrep_windows(path, readers, binary) if binary is not None else None
+    searched = _ripgrep_windows(path, readers, binary, ahead) if binary is not None else None
     if searched is not None:
         yield from searched
         return
@@ -302,27 +306,36 @@ class _Started:
     search: RipgrepSearch
 
 
-# Searches started before their scan (`search_ahead`), by _ahead_key: `oomlab ingest` starts rg on its first
-# file before DuckDB loads, so rg's pass over the log runs beside the imports instead of after them.
-_AHEAD: dict[tuple[object, ...], _Started] = {}
+@dataclass
+class SearchAhead:
+    """rg's search of a plain log started before its scan (`oomlab ingest` starts it on its first file before
+    DuckDB loads, so rg's pass runs beside the imports instead of after them). The scan that reads the same
+    file (as it is now: a file rewritten since is searched again) for the same markers takes it up
+    (`iter_windows(..., ahead=)`); `close` ends it when none did."""
+
+    key: tuple[object, ...]
+    started: _Started | None
+
+    def take(self, key: tuple[object, ...]) -> _Started | None:
+        """The search, when it is the one for `key` and not taken yet."""
+        if key != self.key or self.started is None:
+            return None
+        started, self.started = self.started, None
+        return started
+
+    def close(self) -> None:
+        if self.started is not None:
+            self.started.search.close()
+            self.started.view.close()
+            self.started = None
 
 
-def search_ahead(path: str | Path, finders: Sequence[MarkerFinder]) -> None:
-    """Start rg's search of a plain log for `finders` now; `iter_windows` with the same finders takes it up.
-    Nothing happens for a compressed log, or without rg. `drop_searches_ahead` ends any not taken up."""
+def search_ahead(path: str | Path, finders: Sequence[MarkerFinder]) -> SearchAhead | None:
+    """rg's search of a plain log for `finders`, started now; None for a compressed log, or without rg."""
     path, readers = Path(path), _Readers(finders)
     binary = ripgrep_binary() if compression_of(path) is None else None
     started = _start_ripgrep(path, readers, binary) if binary is not None else None
-    if started is not None:
-        _AHEAD[_ahead_key(path, readers)] = started
-
-
-def drop_searches_ahead() -> None:
-    """End the searches started ahead that no scan took up (the file turned out to be skipped, say)."""
-    while _AHEAD:
-        _, started = _AHEAD.popitem()
-        started.search.close()
-        started.view.close()
+    return None if started is None else SearchAhead(_ahead_key(path, readers), started)
 
 
 def _ahead_key(path: Path, readers: _Readers) -> tuple[object, ...]:
@@ -347,12 +360,13 @@ def _start_ripgrep(path: Path, readers: _Readers, binary: str) -> _Started | Non
     return _Started(view, _MarkedLines(view, needles, readers), search)
 
 
-def _ripgrep_windows(path: Path, readers: _Readers, binary: str) -> Iterator[Window] | None:
-    """The windows of a plain file whose marks rg finds (the search started ahead, if there is one); None
-    when this rg cannot run here: the log is then searched in-process."""
+def _ripgrep_windows(path: Path, readers: _Readers, binary: str, ahead: SearchAhead | None) -> Iterator[Window] | None:
+    """The windows of a plain file whose marks rg finds (`ahead`'s search, when it is this one); None when this
+    rg cannot run here: the log is then searched in-process."""
     if path.stat().st_size == 0:
         return iter(())
-    started = _AHEAD.pop(_ahead_key(path, readers), None) or _start_ripgrep(path, readers, binary)
+    taken = ahead.take(_ahead_key(path, readers)) if ahead is not None else None
+    started = taken or _start_ripgrep(path, readers, binary)
     if started is None:
         return None
     return _windows_of(started)
