@@ -29,6 +29,7 @@ from .telemetry.dmon import DCGMI_DMON, NVSMI_DMON, dmon_kind, read_dmon
 from .telemetry.nvsmi import NVSMI_APPS, NVSMI_GPU
 from .telemetry.nvsmi_query import NVSMI_QUERY, looks_like_nvsmi_query, read_nvsmi_query
 from .telemetry.nvsmi_table import NVSMI_TABLE, looks_like_nvsmi_table, read_nvsmi_table
+from .telemetry.pmon import NVSMI_PMON, PMON_BLOCK, looks_like_pmon, read_pmon
 from .telemetry.prom import PROMETHEUS, looks_like_prometheus
 from .telemetry.rocm import ROCM_SMI, looks_like_rocm_smi, read_rocm_smi
 from .telemetry.values import GPU_SAMPLES, PROCESS_SAMPLES, TelemetryRow
@@ -143,6 +144,16 @@ FORMATS: tuple[Format, ...] = (
         origin="rocm-smi",
         read=lambda lines, zone: read_rocm_smi(lines),
         block=blocks.ROCM_BLOCK,
+    ),
+    Format(  # before dmon: pmon's header names `gpu` and `Idx` too
+        NVSMI_PMON,
+        TELEMETRY_FAMILY,
+        lambda head: looks_like_pmon(head.text),
+        _TELEMETRY_LOADER,
+        (PROCESS_SAMPLES,),
+        origin="nvidia-smi",
+        read=read_pmon,
+        block=PMON_BLOCK,
     ),
     Format(
         NVSMI_DMON,
