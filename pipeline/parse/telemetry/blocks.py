@@ -45,6 +45,7 @@ _QUERY = re.compile(r"--query-(gpu|compute-apps)[= ]([\w.,]+)")
 _ESCAPED = re.compile(r"^(\s*)\\([#*_>|-])")
 # A line standing for rows the poster left out: `[...]`, `...`, `…`, `[snip]`.
 _ELISION = re.compile(r"^\s*(?:\[\s*(?:\.{2,}|…|snip(?:ped)?)\s*\]|\.{3,}|…)\s*$", re.IGNORECASE)
+_PROCESSES_TITLE = re.compile(r"^\|\s*Processes:")
 _FIELD_NAME = re.compile(r"^[\w.]+$")
 _FENCE = re.compile(r"^\s*(?:>\s?)*\s*(```|~~~)")
 # How many lines above a block may hold the command that printed it (a blank line, a fence between).
@@ -279,10 +280,11 @@ def numbered(block: Block, items: Iterator[TelemetryRow | Reject]) -> tuple[list
 
 
 def _starts_table(lines: Sequence[str], command: str | None) -> bool:
-    """At the table's top border, its date line, or its `| NVIDIA-SMI` header."""
+    """At the table's top border, its date line, or its `| NVIDIA-SMI` header; or at the border of its Processes
+    box pasted alone."""
     for line in lines[:3]:
         text = line.strip()
-        if TABLE_HEADER.match(text):
+        if TABLE_HEADER.match(text) or _PROCESSES_TITLE.match(text):
             return True
         if not (text.startswith("+") or clock_time(text, None)):
             return False
@@ -308,7 +310,9 @@ def _read_with(
     return read
 
 
-TABLE_BLOCK = BlockFormat(_starts_table, table_line, _read_with(read_nvsmi_table, zoned=True), (b"NVIDIA-SMI",))
+TABLE_BLOCK = BlockFormat(
+    _starts_table, table_line, _read_with(read_nvsmi_table, zoned=True), (b"NVIDIA-SMI", b"| Processes:")
+)
 QUERY_BLOCK = BlockFormat(
     lambda lines, _: starts_query(lines[0]), report_line, _read_with(read_nvsmi_query, True), (b"NVSMI LOG",)
 )

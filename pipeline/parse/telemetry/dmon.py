@@ -32,6 +32,7 @@ _NVSMI_COLUMNS: dict[str, tuple[str, str]] = {
     "gpu": ("gpu_index", "int"),
     "pwr": ("power_w", "number"),
     "gtemp": ("temperature", "number"),
+    "temp": ("temperature", "number"),  # the GPU's temperature before drivers split it into gtemp and mtemp
     "mem": ("utilization_memory", "number"),
     "fb": ("memory_used_bytes", "bytes"),
 }
