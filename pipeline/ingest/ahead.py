@@ -2,8 +2,8 @@
 (detected once, here), its facts (content hash, line count) and, for a plain text log, rg's marker search.
 
 Loading the ingest modules and creating a new database take about 0.4 s of one core: started first, the
-detection, the hash (and a request log's line count) and rg's pass over a text log run beside them instead of
-after. This module imports nothing heavy before the thread starts; the thread detects the file's kind itself.
+hash (and a request log's line count) and rg's pass over a text log run beside them instead of
+after. The kind is told first (it decides whether rg starts, and whether the thread counts lines).
 `api.ingest` starts it, hands it to the loop and closes it (ending a search no scan took up).
 """
 
@@ -53,28 +53,25 @@ class Ahead:
 
 
 def start_first(files: list[InputFile], fields: tuple[Field, ...]) -> Ahead:
-    """Start the work on the first file to ingest, when it can be read."""
+    """Start the work on the first file to ingest, when it can be read: its kind is told here (once), rg's search
+    of a text log starts at once, and the hash (with a request log's line count) in a thread."""
     if not files or files[0].error is not None or files[0].skip is not None:
         return Ahead()
+    from ..parse import detect, formats
+
     path = files[0].path
     kind: Future[str] = Future()
     search: Future[SearchAhead | None] = Future()
-
-    def detect_and_search() -> bool:
-        """In the facts thread: the kind, rg's search when it is a text log; whether to count lines."""
-        from ..parse import detect, formats
-
-        try:
-            found = detect.detect_kind(path, fields)
-        except BaseException as exc:  # the file's own turn reports it, in one line
-            kind.set_exception(exc)
-            search.set_result(None)
-            return False
-        kind.set_result(found)
-        search.set_result(_search(path) if found == formats.TEXT else None)
-        return found in formats.LINE_ORIENTED
-
-    return Ahead(Started(path, kind, facts_in_background(path, count_lines=detect_and_search), search))
+    try:
+        found = detect.detect_kind(path, fields)
+    except BaseException as exc:  # the file's own turn reports it, in one line
+        kind.set_exception(exc)
+        search.set_result(None)
+        return Ahead(Started(path, kind, facts_in_background(path, count_lines=False), search))
+    kind.set_result(found)
+    search.set_result(_search(path) if found == formats.TEXT else None)
+    facts = facts_in_background(path, count_lines=found in formats.LINE_ORIENTED)
+    return Ahead(Started(path, kind, facts, search))
 
 
 def _search(path: str) -> SearchAhead | None:

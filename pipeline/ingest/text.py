@@ -16,7 +16,7 @@ from ..load import tables as load
 from ..parse import formats
 from ..parse.alloc_conf import SettingsScanner
 from ..parse.allocator import SummaryScanner
-from ..parse.telemetry.blocks import BlockScanner
+from ..parse.telemetry.block_scan import BlockScanner
 from ..parse.text.host_label import host_named_in
 from ..parse.text.textlog import scan_text_log
 from ..records import Reject, TextOom

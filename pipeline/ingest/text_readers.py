@@ -9,7 +9,7 @@ from pathlib import Path
 from ..parse import formats
 from ..parse.alloc_conf import SETTINGS_FINDER
 from ..parse.allocator import SUMMARY_FINDER
-from ..parse.telemetry.blocks import block_finder
+from ..parse.telemetry.block_scan import block_finder
 from ..parse.telemetry.startup import FINDER as STARTUP_FINDER
 from ..parse.text import textscan
 from ..parse.text.textlog import OOM_FINDER

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, tzinfo
-from functools import cache
 from typing import Protocol
 
 from ...records import Reject
-from ..text.textscan import MarkerFinder, Window
 from .dmon import NVSMI_DMON, dmon_kind, read_dmon
 from .nvsmi import NVSMI_APPS, NVSMI_GPU, header_fields, headerless_kind, nvsmi_kind, read_nvsmi_lines
 from .nvsmi_query import read_nvsmi_query, report_line, starts_query
@@ -49,7 +47,7 @@ _PROCESSES_TITLE = re.compile(r"^\|\s*Processes:")
 _FIELD_NAME = re.compile(r"^[\w.]+$")
 _FENCE = re.compile(r"^\s*(?:>\s?)*\s*(```|~~~)")
 # How many lines above a block may hold the command that printed it (a blank line, a fence between).
-_COMMAND_REACH = 3
+COMMAND_REACH = 3
 # A blank line inside a report (nvidia-smi's table between its GPUs and its processes, -q between GPUs): the
 # block goes on when the next line is the report's again.
 _BLANKS_INSIDE = 1
@@ -116,11 +114,12 @@ def find_blocks(
             index += 1
             continue
         block, fmt = found
-        yield _read(block, fmt, zone, at)
+        yield read_block(block, fmt, zone, at)
         index = block.first - first + len(block.lines)
 
 
-def _read(block: Block, fmt: Blocked, zone: tzinfo | None, at: datetime | None) -> Found:
+def read_block(block: Block, fmt: Blocked, zone: tzinfo | None, at: datetime | None) -> Found:
+    """What a block of `fmt` yields."""
     assert fmt.block is not None
     rows, rejects = fmt.block.read(block, zone, at)
     return Found(block.kind, fmt.origin or "", rows, rejects)
@@ -194,7 +193,7 @@ def _extent(lines: Sequence[str], index: int, wrapper: _Wrapper, fmt: BlockForma
 def _command_above(lines: Sequence[str], index: int) -> str | None:
     """The shell command of a GPU tool on a prompt line just above lines[index] (fences and blank lines may stand
     between)."""
-    for line in reversed(lines[max(0, index - _COMMAND_REACH) : index]):
+    for line in reversed(lines[max(0, index - COMMAND_REACH) : index]):
         if not line.strip() or _FENCE.match(line):
             continue
         for pattern in WRAPPERS:
@@ -353,80 +352,3 @@ def dmon_block(kind: str) -> BlockFormat:
     # its header, or the command above a header that names no `gpu` first (`-o TD`: `#Date Time gpu`)
     markers = (b"# gpu", b"#gpu", b"dmon") if kind == NVSMI_DMON else (b"#Entity", b"dcgmi")
     return BlockFormat(starts, _dmon_continues, read, markers)
-
-
-@cache
-def block_finder(formats: tuple[Blocked, ...]) -> MarkerFinder:
-    """The finder of the lines that may belong to a block of one of `formats`: pass it to
-    scan_text_log(also=...) to share the OOM scan's search."""
-    return MarkerFinder(tuple(dict.fromkeys(m for fmt in formats if fmt.block for m in fmt.block.markers)))
-
-
-# How far a block may reach past the marked line it was found by: nvidia-smi's table of 8 GPUs and a hundred
-# processes, or a scrape of a few thousand samples; a block cut there is read up to the cut.
-_BLOCK_LINES = 5000
-_FIRST_LINES = 64
-
-
-@dataclass
-class BlockScanner:
-    """Reads the blocks of `formats` in successive windows of one text log, as the text-log scan hands them over
-    (`scan_text_log(on_window=...)`, `also=[block_finder(formats)]`): only the regions around marked lines are
-    decoded."""
-
-    formats: Sequence[Blocked]
-    zone: tzinfo | None = None
-    at: datetime | None = None
-    found: list[Found] = field(default_factory=list)
-    _done: int = 0  # the last line of the last block read: its other marked lines are in it
-
-    def window(self, window: Window) -> None:
-        for hit, line in window.marked(block_finder(tuple(self.formats))):
-            if line > self._done:
-                self._read_at(window, hit, line)
-
-    def _read_at(self, window: Window, hit: int, line: int) -> None:
-        """The block the marked line at `hit` belongs to: looked for in the few lines after it, read whole in up
-        to _BLOCK_LINES when it reaches further (most marked lines belong to no block, and cost that little)."""
-        for reach in (_FIRST_LINES, _BLOCK_LINES):
-            lines, first, cut = _region(window, hit, line, reach)
-            found = _block_covering(lines, self.formats, first, line, self._done)
-            if found is None:
-                return
-            block, fmt = found
-            if not cut or block.first + len(block.lines) < first + len(lines) or reach == _BLOCK_LINES:
-                self.found.append(_read(block, fmt, self.zone, self.at))
-                self._done = block.first + len(block.lines) - 1
-                return
-
-
-def _region(window: Window, hit: int, line: int, reach: int) -> tuple[list[str], int, bool]:
-    """The lines around the marked one at offset `hit` (number `line`): a few before it (a block's border or the
-    command above it), and up to `reach` after it; with the number of the first, and whether lines were left
-    after them."""
-    start, before = hit, 0
-    while before < _COMMAND_REACH + 2 and start > 0:
-        previous = window.buf.rfind(b"\n", 0, start - 1)
-        start, before = previous + 1, before + 1
-        if previous < 0:
-            break
-    end, cut = hit, True
-    for _ in range(reach):
-        end = window.buf.find(b"\n", end, len(window.buf)) + 1
-        if end <= 0:
-            end, cut = len(window.buf), False
-            break
-    text = bytes(window.buf[start:end]).decode("utf-8", errors="replace")
-    return text.splitlines(), line - before, cut
-
-
-def _block_covering(
-    lines: list[str], formats: Sequence[Blocked], first: int, line: int, done: int
-) -> tuple[Block, Blocked] | None:
-    """The block that reaches the marked line from above it (after `done`, the last line already read), or starts
-    just below it (the marked line is the command that printed it)."""
-    for index in range(max(0, done + 1 - first), min(len(lines), line - first + 1 + _COMMAND_REACH)):
-        found = block_at(lines, index, formats, first)
-        if found is not None and found[0].first + len(found[0].lines) > line:
-            return found
-    return None
