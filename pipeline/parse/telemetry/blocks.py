@@ -328,8 +328,9 @@ CSV_BLOCK = BlockFormat(
     _csv_continues,
     _read_csv,
     # a header's fields, the command naming them, or a header-less row with units (read under the command above
-    # it, or refused with the reason)
-    (b"memory.used", b"memory.total", b"used_memory", b"used_gpu_memory", b"--query-", b"MiB, "),
+    # it, or refused with the reason). Cut so that none holds `memory`: a service log says "memory" on many lines,
+    # and rg's needles (text/needles.py) would bring every one of them here to be checked.
+    (b"ry.used", b"ry.tot", b"used_mem", b"used_gpu_mem", b"--query-", b"MiB, "),
 )
 # every sample of DCGM's or an engine's holds its prefix
 PROMETHEUS_BLOCK = BlockFormat(
