@@ -223,7 +223,7 @@ def test_incident_of_the_neighbour_names_its_process(demo):
 
 def test_incident_without_a_time_still_renders(demo):
     con = duckdb.connect(str(demo.db_path), read_only=True)
-    event = con.execute("SELECT min(event_id) FROM oom_events WHERE ts IS NULL").fetchall()[0][0]
+    event = con.execute("SELECT min(event_id) FROM stg_oom_events WHERE ts IS NULL").fetchall()[0][0]
     con.close()
     report = api.incident_report(demo.db_path, event_id=event)
     assert report.doc["timeline"] is None and report.doc["verdict"]["cause"] == "fragmentation"
