@@ -4,7 +4,7 @@ its rows go, and what the loop already has for it."""
 from __future__ import annotations
 
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,3 +30,4 @@ class LoadJob:
     position: ReadPosition | None  # how far the read has got, for the progress bar
     robust: bool  # the fast path failed: read row by row
     search: SearchAhead | None = None  # a text log's rg search, started before the loop (ingest/ahead.py)
+    notes: list[str] = field(default_factory=list)  # what the loader has to say of the file (sources.note)

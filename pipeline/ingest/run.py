@@ -252,7 +252,8 @@ def _ingest_in_transaction(job: LoadJob, abspath: str, before: FileState) -> Sou
         if duplicate:
             rollback(con)
             return SourceResult(path, SKIPPED, kind, message=_duplicate_message(con, abspath, duplicate))
-        note = nothing_found_note(job.path, kind) if rows == 0 and rejects == 0 else None
+        found_nothing = rows == 0 and rejects == 0
+        note = nothing_found_note(job.path, kind) if found_nothing else "; ".join(job.notes) or None
         size = before.size
         load.insert_source(
             con,
@@ -263,7 +264,7 @@ def _ingest_in_transaction(job: LoadJob, abspath: str, before: FileState) -> Sou
         rollback(con)
         raise
     samples = _reject_samples(con, path, source_id) if rejects else []
-    status = INGESTED if note is None else NOTHING_FOUND
+    status = NOTHING_FOUND if found_nothing else INGESTED
     return SourceResult(path, status, kind, rows, rejects, message=note or "", reject_samples=samples)
 
 

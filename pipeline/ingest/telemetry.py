@@ -247,15 +247,16 @@ class _Placement:
         return placed
 
 
-def startup_scanner(options: IngestOptions) -> StartupScanner:
-    """A reader of serving engines' start-up memory reports for the windows of a text log's OOM scan."""
+def startup_scanner(options: IngestOptions, year: int | None = None) -> StartupScanner:
+    """A reader of serving engines' start-up memory reports for the windows of a text log's OOM scan; `year`
+    for its lines that state none."""
     # imported here: it brings textscan (polars, numpy), which nvidia-smi and Prometheus files never need
     from ..parse.telemetry.startup import StartupScanner
 
     try:
-        return StartupScanner(LineClock(options.tz))
+        return StartupScanner(LineClock(options.tz, year))
     except (ZoneInfoNotFoundError, ValueError):
-        return StartupScanner(LineClock())  # the OOM scan reports the unknown zone as the file's error
+        return StartupScanner(LineClock(None, year))  # the OOM scan reports the unknown zone as the file's error
 
 
 def insert_engine_memory(

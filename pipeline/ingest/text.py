@@ -18,7 +18,7 @@ from ..parse.alloc_conf import SettingsScanner
 from ..parse.allocator import SummaryScanner
 from ..parse.telemetry.block_scan import BlockScanner
 from ..parse.text.host_label import host_named_in
-from ..parse.text.textlog import scan_text_log
+from ..parse.text.textlog import log_clock, scan_text_log
 from ..records import Reject, TextOom
 from .alloc_conf import insert_stated
 from .allocator import insert_moments
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 def load_job(job: LoadJob) -> tuple[int, int]:
     """A text log's loader (parse/formats.py)."""
-    return ingest_text_log(job.con, job.path, job.source_id, job.options, job.position, job.search)
+    return ingest_text_log(job.con, job.path, job.source_id, job.options, job.position, job.search, job.notes)
 
 
 def ingest_text_log(
@@ -44,6 +44,7 @@ def ingest_text_log(
     options: IngestOptions,
     position: ReadPosition | None = None,
     ahead: SearchAhead | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[int, int]:
     """Load the OOM messages (and engine start-up reports) of one text log; returns (rows, rejects). How far
     the scan has got goes to `position`; `ahead` is rg's search of it started before (ingest/ahead.py)."""
@@ -51,7 +52,9 @@ def ingest_text_log(
     instance = options.instance or host_named_in(path) or options.instance_for(path)
     found: list[TextOom] = []
     rejects: list[Reject] = []
-    startup = startup_scanner(options)
+    year = options.at.year if options.at is not None else None  # --at places lines that state no year
+    clock = log_clock(path, options.tz, year)
+    startup = startup_scanner(options, year)
     summaries = SummaryScanner(startup.clock)
     settings = SettingsScanner(startup.clock)
     blocks = BlockScanner(formats.BLOCKS, ZoneInfo(options.tz) if options.tz else None, options.at)
@@ -64,7 +67,7 @@ def ingest_text_log(
         if position is not None:
             position.fraction = window.progress
 
-    for item in scan_text_log(path, default_tz=options.tz, on_window=on_window, also=ALSO_READ, ahead=ahead):
+    for item in scan_text_log(path, on_window=on_window, also=ALSO_READ, ahead=ahead, clock=clock):
         (rejects if isinstance(item, Reject) else found).append(item)
     found, dated_wrong = split_plausible(found, lambda f: f.ts, lambda f: f.line, lambda f: f.oom.message)
     reports, reports_wrong = split_plausible(startup.reports(), lambda r: r.ts, lambda r: r.line, str)
@@ -75,6 +78,9 @@ def ingest_text_log(
     rows += insert_engine_memory(con, reports, source_id, instance)
     rows += insert_moments(con, moments, source_id, instance, options.at)
     rows += insert_stated(con, stated, source_id, instance)
+    guessed = clock.guessed or startup.clock.guessed
+    if guessed is not None and notes is not None:
+        notes.append(f"lines without a year read as {guessed}: nothing in the log says which (pass --at to place them)")
     in_blocks, blocks_wrong = insert_blocks(con, path, blocks.found, source_id, options, instance)
     rows += in_blocks
     rejects = sorted(

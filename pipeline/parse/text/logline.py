@@ -120,6 +120,8 @@ class LineClock:
         self.fixed_year = year
         self.year = year if year is not None else self.now.year  # for readers of their own yearless stamps
         self.log_year: int | None = None
+        # the year given to a yearless time that nothing in the log placed (no --at, no dated line): a guess
+        self.guessed: int | None = None
 
     def __call__(self, line: str) -> datetime | None:
         """The timestamp `line` starts with, or None."""
@@ -169,6 +171,8 @@ class LineClock:
             except ValueError:
                 continue  # Feb 29 of a common year
             if self.fixed_year is not None or moment <= self.now:
+                if self.fixed_year is None and year != self.log_year:
+                    self.guessed = year
                 return moment
         return None
 

@@ -55,6 +55,16 @@ _EXCEPTION_HEAD = re.compile(r"[\w.]*(?:Error|Exception)\s*:?\s*")
 _PROCESS_TAG = re.compile(r"\([^()\n]*?\bpid=(\d+)[^()\n]*\)")  # vLLM's `(EngineCore pid=1)`, Ray's `(pid=1)`
 
 
+def log_clock(path: str | Path, default_tz: str | None = None, year: int | None = None) -> LineClock:
+    """The clock of a text log's lines; InputError for a zone that is not one."""
+    try:
+        return LineClock(default_tz, year)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise InputError(
+            str(path), f"unknown time zone {default_tz!r}", hint="pass an IANA zone name such as Europe/Berlin"
+        ) from exc
+
+
 def scan_text_log(
     path: str | Path,
     *,
@@ -64,6 +74,7 @@ def scan_text_log(
     on_window: Callable[[Window], object] | None = None,
     also: Sequence[MarkerFinder] = (),
     ahead: SearchAhead | None = None,
+    clock: LineClock | None = None,
 ) -> Iterator[TextOom | Reject]:
     """Every OOM message in the text log at `path`, in order, or a Reject for OOM-looking text that
     matches no known format.
@@ -77,14 +88,11 @@ def scan_text_log(
     `chunk_size` is the unit of work (tests make it small to put messages across chunk boundaries).
     `on_window` sees every window of the log first, so other readers (vLLM's start-up report) share the one
     decompression; the lines holding the markers of `also` (theirs) are found by the same search
-    (`Window.marked`); `ahead` is that search, when it was started before (`textscan.search_ahead`).
+    (`Window.marked`); `ahead` is that search, when it was started before (`textscan.search_ahead`). `clock`, when
+    given, dates the lines instead of one made of `default_tz` and `year` (its `guessed` then tells the caller
+    whether a year was guessed).
     """
-    try:
-        clock = LineClock(default_tz, year)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise InputError(
-            str(path), f"unknown time zone {default_tz!r}", hint="pass an IANA zone name such as Europe/Berlin"
-        ) from exc
+    clock = clock if clock is not None else log_clock(path, default_tz, year)
     try:
         scanner, echoes = _Scanner(clock), _Echoes()
         for window in iter_windows(path, [OOM_FINDER, *also], segment=chunk_size, ahead=ahead):
