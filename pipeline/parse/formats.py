@@ -18,7 +18,6 @@ import importlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import tzinfo
-from typing import Any
 
 from ..records import Reject
 from . import recognise
@@ -248,9 +247,3 @@ BLOCKS: tuple[Format, ...] = tuple(fmt for fmt in FORMATS if fmt.block is not No
 def recognised(head: Head) -> Format:
     """The first format that recognises the file whose head this is (TEXT when no other does)."""
     return next(fmt for fmt in FORMATS if fmt.recognise(head))
-
-
-def origin_of(kind: str) -> str:
-    """The origin the GPU rows of a telemetry kind get."""
-    origin: Any = BY_NAME[kind].origin
-    return str(origin)
