@@ -26,14 +26,14 @@ class Started:
     """One file's work under way."""
 
     path: str  # as `paths.expand_paths` names the file
-    kind: Future[str]  # its format's name; the detection's error, if it failed
+    kind: Future[str]  # its format's name; the detection's error, raised in the file's own turn
     facts: Future[FileFacts]
-    search: Future[SearchAhead | None]  # rg's search, for a plain text log
+    search: SearchAhead | None  # rg's search, for a plain text log
 
     def close(self) -> None:
         """End the search if no scan took it up (the file turned out to be skipped, say)."""
-        if self.search.done() and self.search.exception() is None and (search := self.search.result()) is not None:
-            search.close()
+        if self.search is not None:
+            self.search.close()
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,6 @@ class Ahead:
 
     def close(self) -> None:
         if self.first is not None:
-            self.first.search.result()  # the thread has set it by the time the facts are asked for, or now
             self.first.close()
 
 
@@ -57,20 +56,19 @@ def start_first(files: list[InputFile], fields: tuple[Field, ...]) -> Ahead:
     of a text log starts at once, and the hash (with a request log's line count) in a thread."""
     if not files or files[0].error is not None or files[0].skip is not None:
         return Ahead()
+    from ..errors import InputError
     from ..parse import detect, formats
+    from ..parse.compression import INPUT_ERRORS
 
     path = files[0].path
     kind: Future[str] = Future()
-    search: Future[SearchAhead | None] = Future()
     try:
-        found = detect.detect_kind(path, fields)
-    except BaseException as exc:  # the file's own turn reports it, in one line
+        kind.set_result(detect.detect_kind(path, fields))
+    except (InputError, *INPUT_ERRORS) as exc:  # the file's own turn reports it, in one line
         kind.set_exception(exc)
-        search.set_result(None)
-        return Ahead(Started(path, kind, facts_in_background(path, count_lines=False), search))
-    kind.set_result(found)
-    search.set_result(_search(path) if found == formats.TEXT else None)
-    facts = facts_in_background(path, count_lines=found in formats.LINE_ORIENTED)
+        return Ahead(Started(path, kind, facts_in_background(path, count_lines=False), None))
+    search = _search(path) if kind.result() == formats.TEXT else None
+    facts = facts_in_background(path, count_lines=kind.result() in formats.LINE_ORIENTED)
     return Ahead(Started(path, kind, facts, search))
 
 

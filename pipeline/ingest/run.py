@@ -218,11 +218,10 @@ def _ingest_new(
     position: ReadPosition | None,
 ) -> SourceResult:
     # the first file's kind was detected, and its text search started, before the loop (ingest/ahead.py)
-    kind = started.kind.result() if started is not None else detect.detect_kind(path, options.fields)
-    search = started.search.result() if started is not None else None
-    # Hashing (and, for request logs, line counting) runs beside the reading.
-    facts = started.facts if started is not None else None
-    if facts is None:
+    if started is not None:
+        kind, facts, search = started.kind.result(), started.facts, started.search
+    else:  # hashing (and, for request logs, line counting) runs beside the reading
+        kind, search = detect.detect_kind(path, options.fields), None
         facts = facts_in_background(path, count_lines=kind in formats.LINE_ORIENTED)
     job = LoadJob(con, Path(path), kind, -1, options, facts, position, robust=False, search=search)
     try:

@@ -27,7 +27,7 @@ from ..parse import formats
 from ..parse.compression import READ_ERRORS, open_binary
 from ..parse.telemetry.memory import impossible_memory
 from ..parse.telemetry.naming import file_instance
-from ..parse.telemetry.nvsmi import NVSMI_APPS, NVSMI_GPU, read_nvsmi
+from ..parse.telemetry.nvsmi import NVSMI_APPS, NVSMI_GPU, read_nvsmi, telemetry_rows
 from ..parse.telemetry.prom import read_samples
 from ..parse.telemetry.scrape import ENGINE_SAMPLES, Scrape
 from ..parse.telemetry.values import GPU_COLUMNS, GPU_SAMPLES, PROCESS_COLUMNS, PROCESS_SAMPLES, TelemetryRow
@@ -156,18 +156,10 @@ def _read(path: Path, kind: str, options: IngestOptions) -> tuple[list[Telemetry
 def _read_query_csv(path: Path, kind: str, options: IngestOptions) -> tuple[list[TelemetryRow], list[Reject]]:
     """An nvidia-smi query CSV's rows (it checks its rows' memory, under the CSV's names) and rejects; a
     header-less one whose values cannot name their fields is one reject that says so."""
-    table = PROCESS_SAMPLES if kind == NVSMI_APPS else GPU_SAMPLES
-    rows: list[TelemetryRow] = []
-    rejects: list[Reject] = []
     try:
-        for item in read_nvsmi(path, kind, options.tz, options.columns):
-            if isinstance(item, Reject):
-                rejects.append(item)
-            else:
-                rows.append(TelemetryRow(table, item))
+        return telemetry_rows(read_nvsmi(path, kind, options.tz, options.columns), kind)
     except InputError as exc:
-        rejects.append(Reject(1, exc.reason if exc.hint is None else f"{exc.reason} ({exc.hint})", ""))
-    return rows, rejects
+        return [], [Reject(1, exc.reason if exc.hint is None else f"{exc.reason} ({exc.hint})", "")]
 
 
 def _split(items: list[TelemetryRow | Reject]) -> tuple[list[TelemetryRow], list[Reject]]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
-from zoneinfo import ZoneInfo
 
 import duckdb
 
@@ -57,7 +56,7 @@ def ingest_text_log(
     startup = startup_scanner(options, year)
     summaries = SummaryScanner(startup.clock)
     settings = SettingsScanner(startup.clock)
-    blocks = BlockScanner(formats.BLOCKS, ZoneInfo(options.tz) if options.tz else None, options.at)
+    blocks = BlockScanner(formats.BLOCKS, clock.zone, options.at)
 
     def on_window(window: Window) -> None:
         startup.window(window)

@@ -75,12 +75,18 @@ _REQUEST_ROW = "request row"
 _REQUESTS_LOADER = "oomlab.ingest.requests:load_job"
 
 
-def _dmon(kind: str) -> Callable[[Head], bool]:
-    return lambda head: dmon_kind(head.text) == kind
-
-
-def _reading_dmon(kind: str) -> Reader:
-    return lambda lines, zone: read_dmon(lines, kind, zone)
+def _dmon_format(kind: str, origin: str) -> Format:
+    """nvidia-smi's dmon or dcgmi's: one reader, told apart by their headers."""
+    return Format(
+        kind,
+        TELEMETRY_FAMILY,
+        lambda head: dmon_kind(head.text) == kind,
+        _TELEMETRY_LOADER,
+        (GPU_SAMPLES,),
+        origin=origin,
+        read=lambda lines, zone: read_dmon(lines, kind, zone),
+        block=blocks.dmon_block(kind),
+    )
 
 
 def _always(head: Head) -> bool:
@@ -154,26 +160,8 @@ FORMATS: tuple[Format, ...] = (
         read=read_pmon,
         block=PMON_BLOCK,
     ),
-    Format(
-        NVSMI_DMON,
-        TELEMETRY_FAMILY,
-        _dmon(NVSMI_DMON),
-        _TELEMETRY_LOADER,
-        (GPU_SAMPLES,),
-        origin="nvidia-smi",
-        read=_reading_dmon(NVSMI_DMON),
-        block=blocks.dmon_block(NVSMI_DMON),
-    ),
-    Format(
-        DCGMI_DMON,
-        TELEMETRY_FAMILY,
-        _dmon(DCGMI_DMON),
-        _TELEMETRY_LOADER,
-        (GPU_SAMPLES,),
-        origin="dcgm",  # dcgmi is DCGM's own client
-        read=_reading_dmon(DCGMI_DMON),
-        block=blocks.dmon_block(DCGMI_DMON),
-    ),
+    _dmon_format(NVSMI_DMON, "nvidia-smi"),
+    _dmon_format(DCGMI_DMON, "dcgm"),  # dcgmi is DCGM's own client
     Format(
         MEMORY_STATS,
         ALLOCATOR_FAMILY,

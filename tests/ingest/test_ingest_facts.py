@@ -56,7 +56,7 @@ def test_the_first_file_is_read_ahead_with_its_kind(tmp_path):
     assert first is not None and first is request_log.first
     assert request_log.for_path(str(folder)) is None
     assert first.facts.result() == FileFacts(content_hash_of(SERVE_MIXED), 101)  # lines counted: a request log
-    assert (first.kind.result(), first.search.result()) == ("jsonl", None)  # no search: not a text log
+    assert (first.kind.result(), first.search) == ("jsonl", None)  # no search: not a text log
     text_log = H200 / "serve_mixed" / "oom_messages.txt.gz"
     started = start_first(expand_paths([str(text_log)]), FIELDS).first
     assert started.facts.result() == FileFacts(content_hash_of(text_log), -1)
@@ -69,13 +69,12 @@ def test_the_first_file_is_read_ahead_with_its_kind(tmp_path):
 
 
 def test_ingest_takes_the_facts_read_ahead(db):
-    fake, kind, search = Future(), Future(), Future()
+    fake, kind = Future(), Future()
     fake.set_result(FileFacts("f" * 64, -1))
     kind.set_result("text")
-    search.set_result(None)
     log = H200 / "serve_mixed" / "oom_messages.txt.gz"
     files = expand_paths([str(log)])
-    ahead = Ahead(Started(str(log), kind, fake, search))
+    ahead = Ahead(Started(str(log), kind, fake, None))
     with connect(db) as con:
         report = ingest_files(con, files, IngestOptions(), ahead=ahead)
     assert [r.status for r in report.results] == ["ingested"]

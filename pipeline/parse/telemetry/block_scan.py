@@ -32,14 +32,17 @@ class BlockScanner:
     (`scan_text_log(on_window=...)`, `also=[block_finder(formats)]`): only the regions around marked lines are
     decoded."""
 
-    formats: Sequence[Blocked]
+    formats: tuple[Blocked, ...]
     zone: tzinfo | None = None
     at: datetime | None = None
     found: list[Found] = field(default_factory=list)
     _done: int = 0  # the last line of the last block read: its other marked lines are in it
 
+    def __post_init__(self) -> None:
+        self._finder = block_finder(self.formats)
+
     def window(self, window: Window) -> None:
-        for hit, line in window.marked(block_finder(tuple(self.formats))):
+        for hit, line in window.marked(self._finder):
             if line > self._done:
                 self._read_at(window, hit, line)
 

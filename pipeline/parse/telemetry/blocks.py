@@ -19,13 +19,13 @@ from typing import Protocol
 
 from ...records import Reject
 from .dmon import NVSMI_DMON, dmon_kind, read_dmon
-from .nvsmi import NVSMI_APPS, NVSMI_GPU, header_fields, headerless_kind, nvsmi_kind, read_nvsmi_lines
+from .nvsmi import NVSMI_APPS, NVSMI_GPU, header_fields, headerless_kind, nvsmi_kind, read_nvsmi_lines, telemetry_rows
 from .nvsmi_query import read_nvsmi_query, report_line, starts_query
 from .nvsmi_table import TABLE_HEADER, read_nvsmi_table, table_line
 from .prom import exposition_line, read_samples, starts_exposition
 from .rocm import looks_like_rocm_smi, read_rocm_smi, rocm_end
 from .scrape import Scrape
-from .values import GPU_SAMPLES, PROCESS_SAMPLES, TelemetryRow, clock_time
+from .values import RAW_LIMIT, TelemetryRow, clock_time
 
 # What may stand before each line of a pasted block, tried in this order: a quoted reply's `>` marks (no report
 # starts with one), nothing (beyond indentation), a comment's `#` or `//` (after nothing: dmon's header and
@@ -245,20 +245,12 @@ def _read_csv(block: Block, zone: tzinfo | None, at: datetime | None) -> tuple[l
             "nvidia-smi CSV without a header, and no command above it to name its fields: which value is which "
             "cannot be told from the values; paste the command (or the header) with it"
         )
-        return [], [Reject(block.first, reason, block.lines[0][:200])]
+        return [], [Reject(block.first, reason, block.lines[0][:RAW_LIMIT])]
     kind, header, own = found
     tz = getattr(zone, "key", None)
     body = block.lines[1:] if own else block.lines
     start = block.first + (1 if own else 0)
-    rows: list[TelemetryRow] = []
-    rejects: list[Reject] = []
-    table = PROCESS_SAMPLES if kind == NVSMI_APPS else GPU_SAMPLES
-    for item in read_nvsmi_lines(body, header, kind, tz, start):
-        if isinstance(item, Reject):
-            rejects.append(item)
-        else:
-            rows.append(TelemetryRow(table, item))
-    return rows, rejects
+    return telemetry_rows(read_nvsmi_lines(body, header, kind, tz, start), kind)
 
 
 # -- the printed reports -------------------------------------------------------------------------------------------

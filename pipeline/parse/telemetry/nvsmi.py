@@ -30,7 +30,7 @@ from ...records import Reject
 from ...units import UNIT_BYTES, parse_timestamp, to_utc_naive
 from ..compression import open_binary
 from .memory import impossible_memory
-from .values import BUS_ID, GPU_UUID, RAW_LIMIT
+from .values import BUS_ID, GPU_SAMPLES, GPU_UUID, PROCESS_SAMPLES, RAW_LIMIT, TelemetryRow
 
 NVSMI_GPU, NVSMI_APPS = "nvsmi_gpu", "nvsmi_apps"
 
@@ -231,6 +231,19 @@ def read_nvsmi_lines(
     for number, line in enumerate(lines, start=start):
         if line.strip():
             yield reader.row(number, line.rstrip("\r\n"))
+
+
+def telemetry_rows(items: Iterable[dict[str, object] | Reject], kind: str) -> tuple[list[TelemetryRow], list[Reject]]:
+    """A query CSV's rows as rows of its table (gpu_process_samples for compute-apps), and its rejects."""
+    table = PROCESS_SAMPLES if kind == NVSMI_APPS else GPU_SAMPLES
+    rows: list[TelemetryRow] = []
+    rejects: list[Reject] = []
+    for item in items:
+        if isinstance(item, Reject):
+            rejects.append(item)
+        else:
+            rows.append(TelemetryRow(table, item))
+    return rows, rejects
 
 
 def _headerless_names(path: str | Path, head: list[str]) -> list[str]:
