@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .findings.data_quality import DataQualityNote
     from .findings.finding import Finding
     from .ingest.progress import Progress
+    from .ingest.prometheus_pull import PullReport
     from .records import IngestReport
     from .report.document import Report
 
@@ -68,6 +69,38 @@ def ingest_lake(
         return ingest_into_lake(Path(lake_dir), files, options, progress, ahead)
     finally:
         ahead.close()
+
+
+def pull_prometheus(
+    db_path: str | Path,
+    url: str,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    step: str = "30s",
+    matchers: Sequence[str] = (),
+    instance: str | None = None,
+    credentials: dict[str, str | None] | None = None,
+    ca_file: str | None = None,
+    timeout_s: float = 30.0,
+) -> PullReport:
+    """Pull a time range (default: the 7 days before `until`, itself now by default; UTC) of the known GPU and
+    serving-engine series from a Prometheus server into the database (ingest/prometheus_pull.py).
+    `credentials` names where secrets are read (http_get.Credentials: token_env, token_file, user,
+    password_env, password_file); then the OOM sightings are reconciled as after an ingest."""
+    from .ingest.http_get import Client, Credentials
+    from .ingest.prometheus_pull import PullRequest, step_seconds
+    from .ingest.prometheus_pull import pull_prometheus as pull
+    from .load.connection import connect
+    from .load.reconcile import reconcile_oom_sightings
+
+    end = until or datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+    client = Client(url, Credentials(**(credentials or {})), ca_file, timeout_s)
+    request = PullRequest(client, since or end - timedelta(days=7), end, step_seconds(step), tuple(matchers), instance)
+    with connect(db_path) as con:
+        report = pull(con, request)
+        if report.rows:
+            reconcile_oom_sightings(con)  # telemetry places files that name no device
+        return report
 
 
 def __getattr__(name: str) -> object:

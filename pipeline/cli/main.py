@@ -340,10 +340,11 @@ def _register_commands() -> None:
     from .aggregate import aggregate
     from .estimate import alerts, estimate
     from .lake import lake
+    from .pull import pull
     from .report import demo, report
     from .weekly import prune, weekly
 
-    for command in (report, demo, estimate, alerts, weekly, prune, lake, aggregate):
+    for command in (report, demo, estimate, alerts, weekly, prune, lake, aggregate, pull):
         cli.add_command(command)
 
 

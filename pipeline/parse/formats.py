@@ -31,6 +31,7 @@ from .telemetry.nvsmi_table import NVSMI_TABLE, looks_like_nvsmi_table, read_nvs
 from .telemetry.pmon import NVSMI_PMON, PMON_BLOCK, looks_like_pmon, read_pmon
 from .telemetry.prom import PROMETHEUS, looks_like_prometheus
 from .telemetry.rocm import ROCM_SMI, looks_like_rocm_smi, read_rocm_smi
+from .telemetry.series import PROM_API, VM_EXPORT, looks_like_api_answer, looks_like_vm_export
 from .telemetry.values import GPU_SAMPLES, PROCESS_SAMPLES, TelemetryRow
 
 # The kinds `sources.kind` stores that are not telemetry.
@@ -73,6 +74,7 @@ class Format:
 _TELEMETRY_LOADER = "oomlab.ingest.telemetry:load_job"
 _REQUEST_ROW = "request row"
 _REQUESTS_LOADER = "oomlab.ingest.requests:load_job"
+_SERIES_LOADER = "oomlab.ingest.series:load_job"
 
 
 def _dmon_format(kind: str, origin: str) -> Format:
@@ -119,6 +121,26 @@ FORMATS: tuple[Format, ...] = (
         looked_for="GPU or serving-engine metric",
         origin="dcgm",
         block=blocks.PROMETHEUS_BLOCK,
+    ),
+    Format(  # Prometheus' HTTP API answers (query_range, query) saved to a file, and Loki's metric answers
+        PROM_API,
+        TELEMETRY_FAMILY,
+        lambda head: looks_like_api_answer(head.stripped),
+        _SERIES_LOADER,
+        (GPU_SAMPLES, "engine_samples"),
+        looked_for="GPU or serving-engine series",
+        origin="dcgm",
+        block=blocks.PROM_API_BLOCK,
+    ),
+    Format(
+        VM_EXPORT,
+        TELEMETRY_FAMILY,
+        lambda head: looks_like_vm_export(head.stripped),
+        _SERIES_LOADER,
+        (GPU_SAMPLES, "engine_samples"),
+        looked_for="GPU or serving-engine series",
+        origin="dcgm",
+        block=blocks.VM_EXPORT_BLOCK,
     ),
     Format(
         NVSMI_TABLE,

@@ -24,8 +24,9 @@ from .nvsmi_query import read_nvsmi_query, report_line, starts_query
 from .nvsmi_table import TABLE_HEADER, read_nvsmi_table, table_line
 from .prom import exposition_line, read_samples, starts_exposition
 from .rocm import looks_like_rocm_smi, read_rocm_smi, rocm_end
-from .scrape import Scrape
-from .values import RAW_LIMIT, TelemetryRow, clock_time
+from .scrape import ENGINE_SAMPLES, Scrape
+from .series import json_line, starts_api_block, starts_export_block, text_series
+from .values import GPU_SAMPLES, RAW_LIMIT, TelemetryRow, clock_time
 
 # What may stand before each line of a pasted block, tried in this order: a quoted reply's `>` marks (no report
 # starts with one), nothing (beyond indentation), a comment's `#` or `//` (after nothing: dmon's header and
@@ -345,3 +346,19 @@ def dmon_block(kind: str) -> BlockFormat:
     # its header, or the command above a header that names no `gpu` first (`-o TD`: `#Date Time gpu`)
     markers = (b"# gpu", b"#gpu", b"dmon") if kind == NVSMI_DMON else (b"#Entity", b"dcgmi")
     return BlockFormat(starts, _dmon_continues, read, markers)
+
+
+def _read_series(block: Block, zone: tzinfo | None, at: datetime | None) -> tuple[list[TelemetryRow], list[Reject]]:
+    """An API answer or export pasted in text: its series' rows, as a saved answer's (series_rows.py)."""
+    from .series_rows import series_rows  # polars: only a text that holds such a block pays for it
+
+    series, rejects = text_series(block.lines, block.first)
+    rows = series_rows(series)
+    found = [TelemetryRow(GPU_SAMPLES, row) for row in rows.gpu.drop("_names", strict=False).to_dicts()]
+    found += [TelemetryRow(ENGINE_SAMPLES, row) for row in rows.engine.to_dicts()]
+    return found, rejects + rows.rejects
+
+
+# `curl .../api/v1/query_range | jq`: the answer's `resultType` (in its first lines, pretty or not)
+PROM_API_BLOCK = BlockFormat(lambda lines, _: starts_api_block(lines), json_line, _read_series, (b'"resultType"',))
+VM_EXPORT_BLOCK = BlockFormat(lambda lines, _: starts_export_block(lines), json_line, _read_series, (b'"timestamps"',))

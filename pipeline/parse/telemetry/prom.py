@@ -33,11 +33,16 @@ ENGINE_PREFIXES: dict[str, str] = {"vllm:": "vllm", "sglang:": "sglang", "sglang
 _PREFIXES = (*DCGM_PREFIXES, *ENGINE_PREFIXES)
 RAW_LIMIT = 2000
 # DCGM's blank sentinels (DCGM_INT64_BLANK and up, DCGM_FP64_BLANK): the field had no value.
-_INT64_BLANK = 0x7FFFFFFFFFFFFFF0
-_FP64_BLANK = 140737488355328.0
+INT64_BLANK = 0x7FFFFFFFFFFFFFF0
+FP64_BLANK = 140737488355328.0
 
 _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
-_SAMPLE = re.compile(rf"^({_NAME})\s*(?:\{{(.*)\}})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
+_SAMPLE = re.compile(rf"^({_NAME})\s*(?:\{{(.*)\}})?\s+(\S+)(?:\s+(-?\d+(?:\.\d+)?))?\s*$")
+# A sample's timestamp is milliseconds in Prometheus' text format and seconds (a fraction allowed) in
+# OpenMetrics, which also ends in `# EOF` (what `promtool tsdb create-blocks-from openmetrics` reads). Any time a
+# GPU log can carry (ingest/plausible.py: 2000 to 2100) is 9.5e8..4.1e9 in seconds and 9.5e11..4.1e12 in
+# milliseconds: ranges a thousand times apart, so the number's size says which it is.
+_SECONDS_BELOW = 1e11
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
 _ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
 _METRIC_LINE = re.compile(r"^(?:" + "|".join(re.escape(p) for p in _PREFIXES) + r")[\w:]+\s*[{ ]")
@@ -146,8 +151,16 @@ def parse_sample(number: int, line: str) -> Sample | Reject:
         value = float(match[3])
     except ValueError:
         return Reject(number, f"{match[1]}: {match[3]!r} is not a number", line[:RAW_LIMIT])
-    ts = _EPOCH + timedelta(milliseconds=int(match[4])) if match[4] else None
+    ts = _timestamp(match[4]) if match[4] else None
     return Sample(number, match[1], labels, value, ts, line[:RAW_LIMIT])
+
+
+def _timestamp(text: str) -> datetime:
+    """A sample's timestamp, in seconds (OpenMetrics) or milliseconds (Prometheus text) as its size says."""
+    number = float(text)
+    if "." in text or abs(number) < _SECONDS_BELOW:
+        return _EPOCH + timedelta(milliseconds=round(number * 1000))
+    return _EPOCH + timedelta(milliseconds=int(text))
 
 
 def _labels(text: str) -> dict[str, str] | None:
@@ -167,7 +180,7 @@ def _labels(text: str) -> dict[str, str] | None:
 def dcgm_value(sample: Sample, field: DcgmField) -> float | int | None:
     """The sample's value in its column's unit; raises ValueError for DCGM's blank sentinel or a non-finite value."""
     value = sample.value
-    if value >= _INT64_BLANK or value == _FP64_BLANK:
+    if value >= INT64_BLANK or value == FP64_BLANK:
         raise ValueError(f"{sample.name}: DCGM blank value (the field had no reading)")
     if not math.isfinite(value):
         raise ValueError(f"{sample.name}: {value} is not a finite number")
