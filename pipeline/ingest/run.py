@@ -252,7 +252,9 @@ def _ingest_in_transaction(job: LoadJob, abspath: str, before: FileState) -> Sou
             rollback(con)
             return SourceResult(path, SKIPPED, kind, message=_duplicate_message(con, abspath, duplicate))
         found_nothing = rows == 0 and rejects == 0
-        note = nothing_found_note(job.path, kind) if found_nothing else "; ".join(job.notes) or None
+        # what the loader said of the file stays beside a nothing-found note (a log in envelopes: what it held)
+        said = [nothing_found_note(job.path, kind)] if found_nothing else []
+        note = "; ".join(said + job.notes) or None
         size = before.size
         load.insert_source(
             con,

@@ -15,7 +15,9 @@ from ..load import tables as load
 from ..parse import formats
 from ..parse.alloc_conf import SettingsScanner
 from ..parse.allocator import SummaryScanner
+from ..parse.compression import read_head
 from ..parse.telemetry.block_scan import BlockScanner
+from ..parse.text.envelope import STAMPED, envelope_layout
 from ..parse.text.host_label import host_named_in
 from ..parse.text.textlog import log_clock, scan_text_log
 from ..records import Reject, TextOom
@@ -24,6 +26,9 @@ from .allocator import insert_moments
 from .plausible import split_plausible
 from .telemetry import insert_blocks, insert_engine_memory, startup_scanner
 from .text_readers import ALSO_READ
+
+# How much of a log tells whether its lines stand in a log store's envelopes.
+ENVELOPE_HEAD_BYTES = 64 * 1024
 
 if TYPE_CHECKING:
     from ..parse.text.textscan import SearchAhead, Window
@@ -46,7 +51,14 @@ def ingest_text_log(
     notes: list[str] | None = None,
 ) -> tuple[int, int]:
     """Load the OOM messages (and engine start-up reports) of one text log; returns (rows, rejects). How far
-    the scan has got goes to `position`; `ahead` is rg's search of it started before (ingest/ahead.py)."""
+    the scan has got goes to `position`; `ahead` is rg's search of it started before (ingest/ahead.py). A log
+    in a log store's envelopes is unwrapped first (ingest/envelope.py)."""
+    layout = envelope_layout(read_head(path, ENVELOPE_HEAD_BYTES).decode("utf-8", errors="replace"))
+    if layout is not None and layout != STAMPED:  # a time before each line is read as it stands
+        from .envelope import ingest_envelope
+
+        read = lambda con, scratch, staged, opts: ingest_text_log(con, scratch, staged, opts)  # noqa: E731
+        return ingest_envelope(con, path, layout, source_id, options, notes, read)
     # --instance, else the one node or host the log names of itself (a pod's log), else the file's name
     instance = options.instance or host_named_in(path) or options.instance_for(path)
     found: list[TextOom] = []

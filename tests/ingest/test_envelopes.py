@@ -1,0 +1,154 @@
+"""Logs in log stores' and shippers' envelopes (parse/text/envelope.py, ingest/envelope.py).
+
+The real artifacts of tests/cases/realworld/envelope/ (each copied from the URL its case.json names) state their
+entries' time, host, pod, namespace, container and stream; corpus.check_case checks those. None of them holds a
+CUDA OOM with its host, so the tests here wrap the real H200 OOM messages (tests/data/h200/serve_leak) in the real
+artifacts' own records: the envelope is the artifact's, only its message and time are replaced, as the test says.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import duckdb
+from corpus import ROOT, cases
+
+from conftest import H200
+from oomlab import api
+from oomlab.config import IngestOptions
+
+ENVELOPES = ROOT / "envelope"
+MIB = 2**20
+
+
+def _real_ooms() -> list[str]:
+    """The serve_leak capture's verbatim OOM messages (its README: real PyTorch 2.x messages on the H200)."""
+    text = gzip.decompress((H200 / "serve_leak" / "oom_messages.txt.gz").read_bytes()).decode()
+    return [line for line in text.splitlines() if line.startswith("CUDA out of memory")]
+
+
+def _requested(message: str) -> int:
+    return round(float(message.split("Tried to allocate ")[1].split(" MiB")[0]) * MIB)
+
+
+def _artifact(prefix: str) -> Path:
+    (folder,) = ENVELOPES.glob(f"{prefix}_*")
+    (path,) = folder.glob("artifact.*")
+    return path
+
+
+def _ingest(tmp_path: Path, name: str, text: str) -> duckdb.DuckDBPyConnection:
+    path = tmp_path / name
+    path.write_text(text)
+    api.ingest(tmp_path / "t.duckdb", [str(path)], IngestOptions())
+    return duckdb.connect(str(tmp_path / "t.duckdb"), read_only=True)
+
+
+def test_every_envelope_kind_has_real_artifacts() -> None:
+    kinds = Counter(c.spec["kind"] for c in cases() if c.name.startswith("envelope/"))
+    wanted = (
+        "journald",
+        "loki",
+        "elasticsearch",
+        "cloudwatch",
+        "gcl",
+        "kubectl",
+        "docker",
+        "cri",
+        "fluentbit",
+        "vector",
+    )
+    assert all(kinds[k] >= 3 for k in wanted), kinds
+
+
+def test_journald_oom_gets_the_records_time_and_host(tmp_path: Path) -> None:
+    """earlyoom's real `journalctl -o json` record (case 003) carrying the H200's OOM messages: each event at its
+    record's __REALTIME_TIMESTAMP, on its _HOSTNAME."""
+    record = json.loads(_artifact("003").read_text().splitlines()[0])
+    ooms = _real_ooms()[:3]
+    start = 1_764_467_376_527_000  # microseconds: 2025-11-30 01:49:36.527 UTC
+    lines = [
+        json.dumps(record | {"MESSAGE": m, "__REALTIME_TIMESTAMP": str(start + i * 1_215_000)})
+        for i, m in enumerate(ooms)
+    ]
+    con = _ingest(tmp_path, "journal.json", "\n".join(lines) + "\n")
+    rows = con.execute("SELECT line, ts, instance, requested_bytes FROM oom_events ORDER BY line").fetchall()
+    assert rows == [
+        (i + 1, datetime(2025, 11, 30, 1, 49, 36, 527000) + timedelta(microseconds=i * 1_215_000), "PC", _requested(m))
+        for i, m in enumerate(ooms)
+    ]
+
+
+def test_loki_answer_newest_first_is_put_back_in_order(tmp_path: Path) -> None:
+    """A Loki query_range answer (the real answer of case 013, its stream's labels: node station.dev) whose values
+    hold a traceback newest first, as Loki answers by default: one event, at the OOM line's time, on the node."""
+    doc = json.loads(_loki_prefix(_artifact("013").read_text()))
+    labels = doc["data"]["result"][0]["stream"]
+    oom = _real_ooms()[0]
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/app/serve.py", line 88, in generate',
+        f"torch.OutOfMemoryError: {oom}",
+    ]
+    base = 1_764_467_376_527_000_000
+    values = [[str(base + i * 1000), text] for i, text in enumerate(lines)][::-1]
+    answer = {"status": "success", "data": {"resultType": "streams", "result": [{"stream": labels, "values": values}]}}
+    con = _ingest(tmp_path, "loki.json", json.dumps(answer, indent=2))
+    (row,) = con.execute("SELECT ts, instance, requested_bytes, line FROM oom_events").fetchall()
+    assert row[:3] == (datetime(2025, 11, 30, 1, 49, 36, 527002), "station.dev", _requested(oom))
+    text = (tmp_path / "loki.json").read_text().splitlines()
+    assert oom in text[row[3] - 1]  # the event's line is the file's line holding the message
+
+
+def _loki_prefix(text: str) -> str:
+    """Case 013 is cut mid-answer: its first stream, closed (the labels are all the test takes from it)."""
+    head = text[: text.index('"values"')].rstrip().rstrip(",")
+    return head + "}]}}"
+
+
+def test_cri_partial_lines_are_one_message(tmp_path: Path) -> None:
+    """kubelet's CRI log (the shape of case 066: P lines continued by an F line) with the H200 OOM message split
+    in three: one event with the whole message's numbers, at the first piece's line and time."""
+    oom = _real_ooms()[1]
+    cut = [oom[:60], oom[60:200], oom[200:]]
+    lines = [
+        f"2025-11-30T01:49:37.74200000{i}Z stderr {'F' if i == 2 else 'P'} {'torch.OutOfMemoryError: ' if i == 0 else ''}{piece}"
+        for i, piece in enumerate(cut)
+    ]
+    con = _ingest(tmp_path, "0.log", "2025-11-30T01:49:37.700000000Z stdout F serving\n" + "\n".join(lines) + "\n")
+    rows = con.execute("SELECT line, ts, requested_bytes, total_capacity_bytes FROM oom_events").fetchall()
+    assert rows == [(2, datetime(2025, 11, 30, 1, 49, 37, 742000), _requested(oom), round(139.80 * 2**30))]
+
+
+def test_pods_without_a_node_stand_for_their_own_device_and_sources_says_so(tmp_path: Path) -> None:
+    """`kubectl logs --prefix` (the shape of case 051) over two pods, one of them OOMing: the event is on its pod."""
+    oom = _real_ooms()[2]
+    text = (
+        "[pod/vllm-7c9f-a/vllm] INFO 11-30 01:49:37 serving\n"
+        f"[pod/vllm-7c9f-b/vllm] torch.OutOfMemoryError: {oom}\n"
+        "[pod/vllm-7c9f-a/vllm] INFO 11-30 01:49:38 serving\n"
+    )
+    con = _ingest(tmp_path, "pods.log", text)
+    assert con.execute("SELECT line, instance FROM oom_events").fetchall() == [(2, "vllm-7c9f-b")]
+    (note,) = con.execute("SELECT note FROM sources").fetchone()
+    assert "2 pods name no node and stand for their own device: vllm-7c9f-a, vllm-7c9f-b" in note
+
+
+def test_a_broken_record_is_a_reject_and_the_rest_is_read(tmp_path: Path) -> None:
+    """Docker's json-file (case 057's real lines, its corrupted line among them) with an OOM record appended."""
+    oom = _real_ooms()[0]
+    real = _artifact("057").read_text()
+    record = json.dumps(
+        {"log": f"torch.OutOfMemoryError: {oom}\n", "stream": "stderr", "time": "2025-11-30T01:49:36.527000000Z"}
+    )
+    con = _ingest(tmp_path, "container-json.log", real + record + "\n")
+    count = len(real.splitlines())
+    assert con.execute("SELECT line, ts FROM oom_events").fetchall() == [
+        (count + 1, datetime(2025, 11, 30, 1, 49, 36, 527000))
+    ]
+    rejects = con.execute("SELECT line, reason FROM rejects").fetchall()
+    assert len(rejects) == 1 and rejects[0][1].startswith("not an envelope record")
