@@ -25,7 +25,7 @@ from ..config import IngestOptions
 from ..errors import InputError
 from ..load import tables as load
 from ..parse.compression import open_binary
-from ..parse.text.envelope import MAX_DOCUMENT_BYTES, Entry, read_envelope
+from ..parse.text.envelope import MAX_DOCUMENT_BYTES, Entry, read_envelope, unwrapped
 from ..parse.text.host_label import host_named_in
 
 
@@ -91,7 +91,7 @@ def streams_of(entries: list[Entry]) -> dict[StreamKey, list[tuple[datetime | No
     """Each stream's lines (time, text, file line) in the order they were written; a CRI partial line is joined
     to the rest of its line, and a message of several lines is several lines at its entry's time."""
     grouped: dict[StreamKey, list[Entry]] = defaultdict(list)
-    for entry in entries:
+    for entry in map(unwrapped, entries):  # a record inside a record (Docker's lines shipped to Loki as they are)
         grouped[StreamKey(entry.host, entry.pod, entry.namespace, entry.container, entry.stream)].append(entry)
     streams = {}
     for key, found in grouped.items():

@@ -152,3 +152,19 @@ def test_a_broken_record_is_a_reject_and_the_rest_is_read(tmp_path: Path) -> Non
     ]
     rejects = con.execute("SELECT line, reason FROM rejects").fetchall()
     assert len(rejects) == 1 and rejects[0][1].startswith("not an envelope record")
+
+
+def test_docker_records_shipped_to_loki_as_they_are_are_unwrapped_too(tmp_path: Path) -> None:
+    """Case 012's real answer: Promtail shipped Docker's json-file lines to Loki unparsed, so each Loki line is a
+    Docker record. Its first value replaced by such a record holding the H200 OOM message: the event is read
+    from the inner record, at Loki's time, on the stream's node (the poster's `[REDACTED]`)."""
+    oom = _real_ooms()[0]
+    text = _artifact("012").read_text().lstrip("`")
+    doc = json.loads(text[: text.index('"values"')].rstrip().rstrip(",") + "}]}}")
+    inner = json.dumps(
+        {"log": f"torch.OutOfMemoryError: {oom}\n", "stream": "stderr", "time": "2022-06-20T10:48:50.6Z"}
+    )
+    doc["data"]["result"][0]["values"] = [["1655722130600667903", inner]]
+    con = _ingest(tmp_path, "loki.json", json.dumps(doc))
+    rows = con.execute("SELECT ts, instance, requested_bytes FROM oom_events").fetchall()
+    assert rows == [(datetime(2022, 6, 20, 10, 48, 50, 600667), "[REDACTED]", _requested(oom))]

@@ -32,16 +32,11 @@ def _pulled(db: Path) -> dict[str, dict[tuple[int, datetime], float]]:
     """Per DCGM metric, (gpu, time) -> the value in the metric's own unit, as gpu_samples holds it."""
     con = duckdb.connect(str(db), read_only=True)
     try:
-        rows = con.execute(
-            "SELECT gpu_index, ts, memory_used_bytes, memory_free_bytes FROM gpu_samples"
-        ).fetchall()
+        rows = con.execute("SELECT gpu_index, ts, memory_used_bytes, memory_free_bytes FROM gpu_samples").fetchall()
     finally:
         con.close()
     columns = dict(zip(DCGM_METRICS, (2, 3), strict=True))
-    return {
-        name: {(r[0], r[1]): r[i] / MIB for r in rows if r[i] is not None}
-        for name, i in columns.items()
-    }
+    return {name: {(r[0], r[1]): r[i] / MIB for r in rows if r[i] is not None} for name, i in columns.items()}
 
 
 def _assert_equal(db: Path, loaded: Loaded) -> None:
@@ -136,7 +131,9 @@ def test_without_the_password_one_line_and_with_it_the_samples(tmp_path: Path, m
 
 def test_unset_secret_variable_is_named(tmp_path: Path) -> None:
     with pytest.raises(OomlabError, match="OOMLAB_NOT_SET_ANYWHERE is not set"):
-        api.pull_prometheus(tmp_path / "x.duckdb", "http://127.0.0.1:9", credentials={"token_env": "OOMLAB_NOT_SET_ANYWHERE"})
+        api.pull_prometheus(
+            tmp_path / "x.duckdb", "http://127.0.0.1:9", credentials={"token_env": "OOMLAB_NOT_SET_ANYWHERE"}
+        )
 
 
 def test_range_past_retention_is_said(tmp_path: Path) -> None:

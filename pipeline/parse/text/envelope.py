@@ -529,10 +529,35 @@ _DOCUMENT_KEYS = re.compile(
 def read_envelope(text: str, layout: str) -> tuple[list[Entry], list[Reject]]:
     """The entries of a whole text of a layout (envelope_layout), and what could not be read."""
     if layout == DOCUMENTS:
-        return read_documents(text)
-    reader = read_prefixed if layout in (PREFIXED, STAMPED) else read_json_lines
-    entries: list[Entry] = []
-    rejects: list[Reject] = []
-    for item in reader(text.splitlines()):
-        (rejects if isinstance(item, Reject) else entries).append(item)
+        entries, rejects = read_documents(text)
+    else:
+        reader = read_prefixed if layout in (PREFIXED, STAMPED) else read_json_lines
+        entries, rejects = [], []
+        for item in reader(text.splitlines()):
+            (rejects if isinstance(item, Reject) else entries).append(item)
     return entries, rejects
+
+
+def unwrapped(entry: Entry) -> Entry:
+    """An entry whose message is itself a record (Promtail shipping Docker's json-file lines to Loki unparsed):
+    the inner record's message and stream, the outer envelope's time and place where the inner states none."""
+    text = entry.text
+    if not text or not text.startswith("{") or not text.rstrip().endswith("}"):
+        return entry
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return entry
+    if not is_record(record):
+        return entry
+    inner = entry_of(record, entry.line)
+    return Entry(
+        entry.line,
+        entry.ts or inner.ts,
+        inner.text,
+        entry.host or inner.host,
+        entry.pod or inner.pod,
+        entry.namespace or inner.namespace,
+        entry.container or inner.container,
+        entry.stream or inner.stream,
+    )
