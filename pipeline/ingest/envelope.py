@@ -11,6 +11,7 @@ stands for its own device, and `sources` says so), else what the file names (as 
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -53,7 +54,7 @@ def ingest_envelope(
     """Load a text log in envelopes: the streams of each device read as one text log (`read_log`, ingest/text.py's
     reader, which inserts its rows), one stream after another; returns (rows, rejects)."""
     entries, rejects = read_envelope(_text(path), layout)
-    streams = streams_of(entries)
+    streams = streams_of([_placed_by_path(entry, path) for entry in entries])
     fallback = options.instance or host_named_in(path) or options.instance_for(path)
     devices: dict[str, list[tuple[datetime | None, str, int]]] = defaultdict(list)
     for key, lines in streams.items():
@@ -77,6 +78,25 @@ def ingest_envelope(
     if notes is not None:
         notes.append(_describe(layout, len(entries), streams))
     return rows, wrong + load.insert_rejects(con, source_id, rejects)
+
+
+# kubelet's folder of a container's CRI logs: /var/log/pods/<namespace>_<pod>_<pod uid>/<container>/<restart>.log;
+# and its links /var/log/containers/<pod>_<namespace>_<container>-<container id>.log.
+_POD_FOLDER = re.compile(r"/pods/(?P<namespace>[^_/]+)_(?P<pod>[^_/]+)_[^_/]+/(?P<container>[^/]+)/\d+\.log")
+_CONTAINER_LINK = re.compile(r"/containers/(?P<pod>[^_/]+)_(?P<namespace>[^_/]+)_(?P<container>.+)-[0-9a-f]{64}\.log")
+
+
+def _placed_by_path(entry: Entry, path: Path) -> Entry:
+    """An entry that names no pod, in a file kubelet named for its pod: the pod, namespace and container the
+    path gives (a pod's log names no node: --instance says which node the folder was taken from)."""
+    if entry.pod is not None:
+        return entry
+    match = _POD_FOLDER.search(path.as_posix()) or _CONTAINER_LINK.search(path.as_posix())
+    if match is None:
+        return entry
+    return replace(
+        entry, pod=match["pod"], namespace=match["namespace"], container=entry.container or match["container"]
+    )
 
 
 def _text(path: Path) -> str:
@@ -148,5 +168,10 @@ def _describe(layout: str, count: int, streams: dict[StreamKey, list]) -> str:
     lone = sorted({k.pod for k in streams if k.pod and not k.host})
     if lone:
         shown = ", ".join(lone[:3]) + (f" and {len(lone) - 3} more" if len(lone) > 3 else "")
-        note += f"; {len(lone)} pods name no node and stand for their own device: {shown}"
+        said = (
+            "1 pod names no node and stands for its"
+            if len(lone) == 1
+            else f"{len(lone)} pods name no node and stand for their"
+        )
+        note += f"; {said} own device: {shown}"
     return note

@@ -168,3 +168,24 @@ def test_docker_records_shipped_to_loki_as_they_are_are_unwrapped_too(tmp_path: 
     con = _ingest(tmp_path, "loki.json", json.dumps(doc))
     rows = con.execute("SELECT ts, instance, requested_bytes FROM oom_events").fetchall()
     assert rows == [(datetime(2022, 6, 20, 10, 48, 50, 600667), "[REDACTED]", _requested(oom))]
+
+
+def test_a_cri_log_in_kubelets_pod_folder_is_that_pods(tmp_path: Path) -> None:
+    """A CRI log (case 064's real line) under kubelet's /var/log/pods/<namespace>_<pod>_<uid>/<container>/0.log,
+    with an OOM line after it: the pod and container the path names; the node is --instance's."""
+    oom = _real_ooms()[0]
+    folder = tmp_path / "var/log/pods/llm_vllm-7c9f-b_0f1e2d3c-aaaa-bbbb-cccc-000000000000/vllm"
+    folder.mkdir(parents=True)
+    log = folder / "0.log"
+    log.write_text(
+        _artifact("064").read_text() + f"\n2025-11-30T01:49:36.527000000Z stderr F torch.OutOfMemoryError: {oom}\n"
+    )
+    api.ingest(tmp_path / "t.duckdb", [str(log)], IngestOptions())
+    con = duckdb.connect(str(tmp_path / "t.duckdb"), read_only=True)
+    assert con.execute("SELECT line, ts, instance FROM oom_events").fetchall() == [
+        (2, datetime(2025, 11, 30, 1, 49, 36, 527000), "vllm-7c9f-b")
+    ]
+    assert (
+        "1 pod names no node and stands for its own device: vllm-7c9f-b"
+        in con.execute("SELECT note FROM sources").fetchone()[0]
+    )
