@@ -74,7 +74,6 @@ class Format:
 _TELEMETRY_LOADER = "oomlab.ingest.telemetry:load_job"
 _REQUEST_ROW = "request row"
 _REQUESTS_LOADER = "oomlab.ingest.requests:load_job"
-_SERIES_LOADER = "oomlab.ingest.series:load_job"
 
 
 def _dmon_format(kind: str, origin: str) -> Format:
@@ -88,6 +87,20 @@ def _dmon_format(kind: str, origin: str) -> Format:
         origin=origin,
         read=lambda lines, zone: read_dmon(lines, kind, zone),
         block=blocks.dmon_block(kind),
+    )
+
+
+def _series_format(kind: str, looks_like: Callable[[str], bool], block: blocks.BlockFormat) -> Format:
+    """A store's answer of Prometheus series: read as a whole document (ingest/series.py), not line by line."""
+    return Format(
+        kind,
+        TELEMETRY_FAMILY,
+        lambda head: looks_like(head.stripped),
+        "oomlab.ingest.series:load_job",
+        (GPU_SAMPLES, "engine_samples"),
+        looked_for="GPU or serving-engine series",
+        origin="dcgm",
+        block=block,
     )
 
 
@@ -122,26 +135,10 @@ FORMATS: tuple[Format, ...] = (
         origin="dcgm",
         block=blocks.PROMETHEUS_BLOCK,
     ),
-    Format(  # Prometheus' HTTP API answers (query_range, query) saved to a file, and Loki's metric answers
-        PROM_API,
-        TELEMETRY_FAMILY,
-        lambda head: looks_like_api_answer(head.stripped),
-        _SERIES_LOADER,
-        (GPU_SAMPLES, "engine_samples"),
-        looked_for="GPU or serving-engine series",
-        origin="dcgm",
-        block=blocks.PROM_API_BLOCK,
-    ),
-    Format(
-        VM_EXPORT,
-        TELEMETRY_FAMILY,
-        lambda head: looks_like_vm_export(head.stripped),
-        _SERIES_LOADER,
-        (GPU_SAMPLES, "engine_samples"),
-        looked_for="GPU or serving-engine series",
-        origin="dcgm",
-        block=blocks.VM_EXPORT_BLOCK,
-    ),
+    # Prometheus' HTTP API answers (query_range, query) saved to a file (Loki's metric answers are the same shape),
+    # and VictoriaMetrics' export
+    _series_format(PROM_API, looks_like_api_answer, blocks.PROM_API_BLOCK),
+    _series_format(VM_EXPORT, looks_like_vm_export, blocks.VM_EXPORT_BLOCK),
     Format(
         NVSMI_TABLE,
         TELEMETRY_FAMILY,
