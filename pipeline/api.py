@@ -88,14 +88,20 @@ def pull_prometheus(
     `credentials` names where secrets are read (http_get.Credentials: token_env, token_file, user,
     password_env, password_file); then the OOM sightings are reconciled as after an ingest."""
     from .ingest.http_get import Client, Credentials
-    from .ingest.prometheus_pull import PullRequest, step_seconds
+    from .ingest.prometheus_pull import PullRequest
     from .ingest.prometheus_pull import pull_prometheus as pull
     from .load.connection import connect
     from .load.reconcile import reconcile_oom_sightings
+    from .units import parse_duration
 
+    span = parse_duration(step)
+    if span is None:
+        raise UsageError(f"--step {step!r}: not a duration (30s, 1m, 1m30s)")
     end = until or datetime.now(UTC).replace(tzinfo=None, microsecond=0)
     client = Client(url, Credentials(**(credentials or {})), ca_file, timeout_s)
-    request = PullRequest(client, since or end - timedelta(days=7), end, step_seconds(step), tuple(matchers), instance)
+    request = PullRequest(
+        client, since or end - timedelta(days=7), end, span.total_seconds(), tuple(matchers), instance
+    )
     with connect(db_path) as con:
         report = pull(con, request)
         if report.rows:

@@ -180,3 +180,22 @@ def file_name(path: object) -> str:
 def format_share(fraction: float) -> str:
     """0.973 -> "97 %": how oomlab writes a confidence or a share, on pages and in the terminal alike."""
     return f"{100 * fraction:.0f} %"
+
+
+# Prometheus' duration units (`promql/parser/lex.go`, model.ParseDuration): a year is 365 days, a week 7.
+_DURATION_UNITS = {"y": 365 * 86400, "w": 7 * 86400, "d": 86400, "h": 3600, "m": 60, "s": 1, "ms": 0.001}
+_DURATION_PART = re.compile(r"(\d+)(ms|[ywdhms])")
+
+
+def parse_duration(text: str) -> timedelta | None:
+    """A positive duration as Prometheus writes one (`30s`, `1m30s`, `15d`, `1y2w`) or plain seconds (`30`,
+    `0.5`); None when the text is not one."""
+    text = text.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        pieces = _DURATION_PART.findall(text)
+        if not pieces or "".join(n + u for n, u in pieces) != text:
+            return None
+        seconds = sum(int(n) * _DURATION_UNITS[u] for n, u in pieces)
+    return timedelta(seconds=seconds) if seconds > 0 and seconds == seconds and seconds != float("inf") else None

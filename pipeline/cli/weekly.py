@@ -21,8 +21,10 @@ from .options import DB_OPTION
 @click.option("--week", metavar="YYYY-Www", help="The ISO week to review (default: the last complete one).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON (for chat hooks).")
 def weekly(config_path: str, week: str | None, as_json: bool) -> None:
-    """One run of the weekly review job: ingest what is new, render the week's report, its incident pages and
-    the index. Exit 3 when a finding at or above the configured confidence is new since last week."""
+    """One run of the weekly review job: ingest what is new, pull the week from the configured Prometheus
+    servers, render the week's report, its incident pages and the index. Exit 3 when a finding at or above the
+    configured confidence is new since last week, else 4 when a Prometheus range of the week could not be pulled
+    (the pages are still written, from what the database holds)."""
     from ..weekly.job import run_weekly
     from .render import print_json
     from .terminal import visible
@@ -34,6 +36,17 @@ def weekly(config_path: str, week: str | None, as_json: bool) -> None:
         click.echo(f"{run.week.name} ({run.week.since:%Y-%m-%d %H:%M} to {run.week.until:%Y-%m-%d %H:%M} UTC)")
         ingest = run.ingest
         click.echo(f"ingest: {ingest['ingested']} ingested, {ingest['skipped']} skipped, {ingest['failed']} failed")
+        for pull in run.pulls:
+            click.echo(
+                f"pull {visible(pull['url'])}: {pull['samples']:,} samples, {pull['rows']:,} rows added, "
+                f"{pull['missing']} ranges missing"
+            )
+            if pull["error"]:
+                click.echo(f"  error: {visible(pull['error'])}")
+            elif pull["first_missing"]:
+                click.echo(f"  first missing: {visible(pull['first_missing'])}")
+            for note in pull["notes"]:
+                click.echo(f"  note: {visible(note)}")
         if run.has_data:
             click.echo("  ".join(f"{visible(k)}: {v}" for k, v in run.headline.items()))
         else:

@@ -31,6 +31,7 @@ from ..parse.telemetry.prom import DCGM_FIELDS
 from ..parse.telemetry.series import Series, answer_series
 from ..parse.telemetry.series_rows import series_rows
 from ..records import Reject
+from ..units import parse_duration
 from .http_get import Client, FetchError
 from .series import insert_series
 
@@ -102,9 +103,9 @@ def pull_prometheus(con: duckdb.DuckDBPyConnection, request: PullRequest) -> Pul
     source_id = load.next_source_id(con)
     report = PullReport(source_id, request.client.base_url, request.since, request.until)
     rejects: list[Reject] = []
-    # The source row first: each piece's rows are committed as it lands, and a pull cut short keeps them.
+    _check_retention(request, report)  # before anything is written: a server not there ends the pull here
+    # The source row next: each piece's rows are committed as it lands, and a pull cut short keeps them.
     load.insert_source(con, _source_row(request, report))
-    _check_retention(request, report)
     for name, selector in request.selectors():
         try:
             count = _series_count(request, selector)
@@ -191,14 +192,15 @@ def _too_many(exc: FetchError) -> bool:
 
 def _check_retention(request: PullRequest, report: PullReport) -> None:
     """A note when the range starts before what the server keeps (its runtime info's retention): that part
-    cannot be pulled, whatever the queries say."""
+    cannot be pulled, whatever the queries say. The first request of a pull: a server that cannot be reached
+    (after the client's retries) or refuses the credentials ends the pull here, with one line."""
     try:
         info = request.client.get_json("/api/v1/status/runtimeinfo", {})
     except FetchError as exc:
-        if exc.status in (401, 403):
-            raise
+        if exc.status is None or exc.status in (401, 403):
+            raise  # no server there, or one that refuses us: every query would fail the same way
         return  # an older server, or a proxy that hides it: the queries still say what is there
-    kept = _duration((info.get("data") or {}).get("storageRetention", ""))
+    kept = parse_duration((info.get("data") or {}).get("storageRetention", "").split(" or ")[0])
     if kept is None:
         return
     oldest = datetime.now(UTC).replace(tzinfo=None) - kept
@@ -207,30 +209,6 @@ def _check_retention(request: PullRequest, report: PullReport) -> None:
             f"{request.since:%Y-%m-%d %H:%M} to {min(oldest, request.until):%Y-%m-%d %H:%M} is past the server's "
             f"retention ({info['data']['storageRetention']}): nothing before {oldest:%Y-%m-%d %H:%M} is kept"
         )
-
-
-_UNITS = {"y": 365 * 86400, "w": 7 * 86400, "d": 86400, "h": 3600, "m": 60, "s": 1, "ms": 0.001}
-
-
-def step_seconds(text: str) -> float:
-    """`--step` (`30s`, `1m`, `1m30s`, or plain seconds) in seconds; a usage error names it."""
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    span = _duration(text.strip())
-    if span is None or span.total_seconds() <= 0:
-        raise FetchError(f"--step {text!r}: not a duration (30s, 1m, 1m30s)")
-    return span.total_seconds()
-
-
-def _duration(text: str) -> timedelta | None:
-    """Prometheus' `15d` / `1y2w` retention (the time part of `15d or 10GiB`), None when it states none."""
-    part = text.split(" or ")[0].strip()
-    pieces = re.findall(r"(\d+)(ms|[ywdhms])", part)
-    if not pieces or "".join(n + u for n, u in pieces) != part:
-        return None
-    return timedelta(seconds=sum(int(n) * _UNITS[u] for n, u in pieces))
 
 
 def _missing(

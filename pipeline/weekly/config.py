@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import OomlabError
 from ..fields import Mapped, mapping_from_table
+from ..units import parse_duration
 
 TOP_KEYS = {
     "database",
@@ -23,7 +24,22 @@ TOP_KEYS = {
     "keep_weeks",
     "prune_before_days",
     "inputs",
+    "prometheus",
 }
+PROMETHEUS_KEYS = {
+    "url",
+    "match",
+    "step",
+    "instance",
+    "token_env",
+    "token_file",
+    "user",
+    "password_env",
+    "password_file",
+    "ca_file",
+    "timeout",
+}
+_SECRET_KEYS = ("token_env", "token_file", "user", "password_env", "password_file")
 INPUT_KEYS = {"paths", "path", "instance", "model_version", "tags", "tz", "map", "mapping", "columns"}
 
 
@@ -49,6 +65,19 @@ class InputGroup:
 
 
 @dataclass(frozen=True)
+class PrometheusSource:
+    """A Prometheus server the job pulls its week from (`oomlab pull prometheus`'s options)."""
+
+    url: str
+    matchers: tuple[str, ...] = ()
+    step: str = "30s"
+    instance: str | None = None
+    credentials: dict[str, str | None] = field(default_factory=dict)  # where the secrets are read, never them
+    ca_file: str | None = None
+    timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
 class WeeklyConfig:
     """Every key of the config file, relative paths made absolute against the file's folder."""
 
@@ -56,6 +85,7 @@ class WeeklyConfig:
     database: Path
     output: Path
     inputs: tuple[InputGroup, ...]
+    prometheus: tuple[PrometheusSource, ...] = ()
     incidents: int = 3
     alert_confidence: float = 0.7
     timezone: str = "UTC"
@@ -97,11 +127,15 @@ def load_config(path: str | Path) -> WeeklyConfig:
     inputs = data.get("inputs", [])
     if not isinstance(inputs, list) or not all(isinstance(i, dict) for i in inputs):
         raise ConfigError(path, "inputs", "must be an array of tables ([[inputs]])")
+    servers = data.get("prometheus", [])
+    if not isinstance(servers, list) or not all(isinstance(i, dict) for i in servers):
+        raise ConfigError(path, "prometheus", "must be an array of tables ([[prometheus]])")
     return WeeklyConfig(
         path=path,
         database=where(data["database"], "database"),
         output=where(data["output"], "output"),
         inputs=tuple(_input(path, f"inputs[{n}]", entry, where) for n, entry in enumerate(inputs)),
+        prometheus=tuple(_prometheus(path, f"prometheus[{n}]", entry, where) for n, entry in enumerate(servers)),
         incidents=_int(path, "incidents", data.get("incidents", 3), minimum=0),
         alert_confidence=_confidence(path, data.get("alert_confidence", 0.7)),
         timezone=timezone,
@@ -154,6 +188,43 @@ def _input(path: Path, key: str, entry: dict[str, Any], where: Any) -> InputGrou
         mapping=mapping,
         columns=tuple(c.strip() for c in columns if c.strip()),
     )
+
+
+def _prometheus(path: Path, key: str, entry: dict[str, Any], where: Any) -> PrometheusSource:
+    unknown = sorted(set(entry) - PROMETHEUS_KEYS)
+    if unknown:
+        raise ConfigError(path, f"{key}.{unknown[0]}", f"unknown key (known: {', '.join(sorted(PROMETHEUS_KEYS))})")
+    url = _string(path, f"{key}.url", entry.get("url"))
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(path, f"{key}.url", f"must be an http:// or https:// URL, not {url!r}")
+    matchers = entry.get("match", [])
+    matchers = [matchers] if isinstance(matchers, str) else matchers
+    if not isinstance(matchers, list) or not all(isinstance(m, str) and m for m in matchers):
+        raise ConfigError(path, f"{key}.match", 'must be a selector or a list of them, e.g. ["{namespace=\\"llm\\"}"]')
+    secrets = {name: _optional_string(path, f"{key}.{name}", entry.get(name)) for name in _SECRET_KEYS}
+    for name in ("token_file", "password_file"):
+        if secrets[name] is not None:
+            secrets[name] = str(where(secrets[name], f"{key}.{name}"))
+    ca_file = _optional_string(path, f"{key}.ca_file", entry.get("ca_file"))
+    timeout = entry.get("timeout", 30)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise ConfigError(path, f"{key}.timeout", f"must be a number of seconds > 0, not {timeout!r}")
+    return PrometheusSource(
+        url=url,
+        matchers=tuple(matchers),
+        step=_step(path, f"{key}.step", entry.get("step", "30s")),
+        instance=_optional_string(path, f"{key}.instance", entry.get("instance")),
+        credentials=secrets,
+        ca_file=None if ca_file is None else str(where(ca_file, f"{key}.ca_file")),
+        timeout_s=float(timeout),
+    )
+
+
+def _step(path: Path, key: str, value: object) -> str:
+    step = _string(path, key, value)
+    if parse_duration(step) is None:
+        raise ConfigError(path, key, f'must be a duration such as "30s" or "1m", not {step!r}')
+    return step
 
 
 _VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")

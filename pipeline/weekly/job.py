@@ -1,4 +1,5 @@
-"""One run of the weekly review job: ingest what is new, render the week's pages, the index, retention."""
+"""One run of the weekly review job: ingest what is new, pull the week from Prometheus, render the week's pages,
+the index, retention."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ from ..config import IngestOptions
 from ..errors import OomlabError
 from ..fields import read_mapping_file, with_mapping
 from ..records import FAILED, INGESTED, SKIPPED
-from .config import WeeklyConfig, load_config
+from .config import PrometheusSource, WeeklyConfig, load_config
 from .index import headline_of, week_folders, write_index
 from .weeks import Week, last_complete_week, parse_week
 
-DONE, NEW_FINDING = 0, 3
+DONE, NEW_FINDING, PULL_INCOMPLETE = 0, 3, 4
 
 
 @dataclass
@@ -35,10 +36,19 @@ class WeeklyRun:
     removed_weeks: list[str] = field(default_factory=list)
     pruned: dict[str, int] | None = None
     alert_confidence: float = 0.7
+    # one per [[prometheus]] source: url, samples, rows, missing (ranges not pulled), first_missing, notes, error
+    pulls: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
-        return NEW_FINDING if self.new_findings else DONE
+        """3 when a finding is new (the alert wins), else 4 when a Prometheus range could not be pulled, else 0."""
+        if self.new_findings:
+            return NEW_FINDING
+        return PULL_INCOMPLETE if self.pulls_incomplete else DONE
+
+    @property
+    def pulls_incomplete(self) -> bool:
+        return any(p["error"] or p["missing"] for p in self.pulls)
 
     @property
     def has_data(self) -> bool:
@@ -52,6 +62,7 @@ class WeeklyRun:
             "until": self.week.until.isoformat(),
             "has_data": self.has_data,
             "ingest": self.ingest,
+            "pulls": self.pulls,
             "headline": self.headline,
             "findings": self.findings,
             "alert_confidence": self.alert_confidence,
@@ -69,6 +80,7 @@ def run_weekly(config_path: str | Path, week: str | None = None) -> WeeklyRun:
     config = load_config(config_path)
     chosen = parse_week(week, config.timezone) if week else last_complete_week(config.timezone)
     ingested = _ingest(config)
+    pulls = [_pull(config, source, chosen) for source in config.prometheus]
     out = config.output
     folder = out / chosen.name
     if folder.is_symlink():
@@ -108,6 +120,7 @@ def run_weekly(config_path: str | Path, week: str | None = None) -> WeeklyRun:
         removed_weeks=removed,
         pruned=pruned,
         alert_confidence=config.alert_confidence,
+        pulls=pulls,
     )
 
 
@@ -149,6 +162,46 @@ def _ingest(config: WeeklyConfig) -> dict[str, int]:
         for result in api.ingest(config.database, files, options).results:
             counts[result.status if result.status in counts else "other"] += 1
     return counts
+
+
+def _pull(config: WeeklyConfig, source: PrometheusSource, week: Week) -> dict[str, Any]:
+    """The week from one Prometheus server: [since, until), so `until` less a millisecond (the pull's range is
+    closed on both ends, and a sample at the next Monday 00:00 belongs to the next week). A pull that fails
+    (unreachable, refused credentials, an unset secret) is recorded, not raised: the week is still rendered from
+    what the database holds, and the exit code says so."""
+    outcome: dict[str, Any] = {
+        "url": source.url,
+        "samples": 0,
+        "rows": 0,
+        "missing": 0,
+        "first_missing": None,
+        "notes": [],
+        "error": None,
+    }
+    try:
+        report = api.pull_prometheus(
+            config.database,
+            source.url,
+            since=week.since,
+            until=week.until - timedelta(milliseconds=1),
+            step=source.step,
+            matchers=source.matchers,
+            instance=source.instance,
+            credentials=dict(source.credentials),
+            ca_file=source.ca_file,
+            timeout_s=source.timeout_s,
+        )
+    except OomlabError as exc:
+        outcome["error"] = exc.message
+        return outcome
+    outcome |= {
+        "samples": report.samples,
+        "rows": report.rows,
+        "missing": len(report.missing),
+        "first_missing": report.missing[0] if report.missing else None,
+        "notes": list(report.notes),
+    }
+    return outcome
 
 
 def _retain(out: Path, keep_weeks: int | None, written: Path) -> list[str]:

@@ -95,8 +95,8 @@ def test_help_lists_each_commands_whole_first_sentence():
     assert not [line for line in listing.splitlines() if line.rstrip().endswith("...")]  # none cut short
     assert "ingest Ingest request logs, text logs with OOM messages and snapshots into the database (or, with " \
            "--lake, a Parquet lake)." in joined  # fmt: skip
-    assert "weekly One run of the weekly review job: ingest what is new, render the week's report, its incident " \
-           "pages and the index." in joined  # fmt: skip
+    assert "weekly One run of the weekly review job: ingest what is new, pull the week from the configured " \
+           "Prometheus servers, render the week's report, its incident pages and the index." in joined  # fmt: skip
 
 
 def test_subgroup_help_lists_whole_first_sentences_too():
