@@ -25,7 +25,7 @@ MAX_ANSWER_BYTES = 1 << 30
 
 
 class FetchError(OomlabError):
-    """A request that failed for good: `retry` says whether trying again later might succeed."""
+    """A request that failed for good (after the retries): `status` is the HTTP status, None when no answer came."""
 
     def __init__(self, message: str, status: int | None = None, body: str = "") -> None:
         super().__init__(message)
