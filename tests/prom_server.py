@@ -89,6 +89,24 @@ def dcgm_week(start: datetime, days: float, step_s: int, gpus: int = 8) -> tuple
     return "\n".join(lines) + "\n", Loaded(loaded)
 
 
+def vllm_day(start: datetime, hours: float, step_s: int) -> tuple[str, list[tuple[datetime, float]]]:
+    """OpenMetrics text of vLLM's KV-cache usage, the real v1 scrape's series (its engine and model labels), every
+    `step_s` seconds for `hours`: the usage climbing from the scrape's value by 0.0005 a step, and what it holds."""
+    (real,) = [
+        s
+        for s in read_samples(iter(VLLM_SCRAPE.read_text().splitlines()))
+        if isinstance(s, Sample) and s.name == "vllm:kv_cache_usage_perc"
+    ]
+    text = ",".join(f'{k}="{v}"' for k, v in sorted(real.labels.items()))
+    points = [
+        (start + timedelta(seconds=i * step_s), round(real.value + i * 0.0005, 9))
+        for i in range(int(hours * 3600 // step_s))
+    ]
+    lines = ["# TYPE vllm:kv_cache_usage_perc gauge"]
+    lines += [f"vllm:kv_cache_usage_perc{{{text}}} {v!r} {(w - EPOCH).total_seconds():.3f}" for w, v in points]
+    return "\n".join([*lines, "# EOF"]) + "\n", points
+
+
 def _moved(value: float, name: str, index: int, gpu: int) -> float:
     """The real value moved by a pattern: memory by whole MiB within the card, utilisation within 0-100 %."""
     shift = (index * 7 + gpu * 131) % 997

@@ -4,6 +4,7 @@ sample limit, a missing password and a range past retention each give one clear 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from prom_server import DCGM_METRICS, Loaded, dcgm_week, prometheus
+from prom_server import DCGM_METRICS, Loaded, dcgm_week, prometheus, vllm_day
 
 from oomlab import api
 from oomlab.errors import OomlabError
@@ -149,3 +150,22 @@ def test_range_past_retention_is_said(tmp_path: Path) -> None:
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT note FROM sources").fetchone()[0] == note
     con.close()
+
+
+def test_vllm_series_come_back_into_engine_samples_with_their_labels(tmp_path: Path) -> None:
+    """vLLM's KV-cache usage (the real v1 scrape's series, tests/prom_server.py): every sample, its model and
+    labels; the engine's own address is no device, so the rows stand on --instance."""
+    start = _now() - timedelta(hours=6)
+    text, points = vllm_day(start, hours=6, step_s=60)
+    db = tmp_path / "pull.duckdb"
+    with prometheus(tmp_path, text) as server:
+        report = api.pull_prometheus(db, server.url, start, _now(), instance="gpu-node-7")
+    assert report.missing == [] and report.rows == len(points) == 360
+    con = duckdb.connect(str(db), read_only=True)
+    rows = con.execute(
+        "SELECT ts, value, instance, framework, model_name, labels FROM engine_samples ORDER BY ts"
+    ).fetchall()
+    con.close()
+    assert [(r[0], r[1]) for r in rows] == points
+    assert {(r[2], r[3], r[4]) for r in rows} == {("gpu-node-7", "vllm", "zai-org/GLM-4.5")}
+    assert json.loads(rows[0][5]) == {"engine": "0", "model_name": "zai-org/GLM-4.5"}

@@ -6,7 +6,8 @@ sample is an engine_samples row.
 The host is the one given (--instance), else the series' host label: DCGM's `Hostname` / `hostname`, or the
 `node` label a Prometheus relabelling adds; a DCGM series with none of them takes Prometheus' own `instance`
 label (the exporter's address: one exporter per node, so it names the node). An engine's `instance` label is
-its pod's address, a process lifetime rather than a device, and is not used.
+its pod's address, a process lifetime rather than a device, and is not used: an engine series that names no node
+stands on its pod (`pod`, `kubernetes_pod_name`), as a pod's log that names no node does.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from .series import Series
 # A node label Prometheus relabelling commonly adds (kube-prometheus' `node`, the old `kubernetes_node`).
 HOST_LABELS = (*DCGM_LABELS["hostname"], "node", "kubernetes_node", "node_name")
 _EXPORTER_ADDRESS = ("instance",)
+# An engine's pod as Prometheus' Kubernetes discovery labels it: where no node is named, the pod stands for its device.
+_POD_LABELS = ("pod", "kubernetes_pod_name", "pod_name")
 _DTYPES = {"gpu_index": pl.Int32, "mig_instance_id": pl.Int32, "line": pl.Int64}
 # The columns that tell one gpu_samples row from another at one moment (scrape.py's row key, as columns).
 GPU_KEY = ("instance", "gpu_index", "gpu_uuid", "mig_instance_id", "pod", "namespace", "container")
@@ -144,7 +147,7 @@ def _engine_part(one: Series, instance: str | None) -> pl.DataFrame:
     # SGLang's first metrics named the model in a `name` label (sgl-project/sglang PR 1853)
     model = one.labels.get("model_name") or (one.labels.get("name") if framework == "sglang" else None)
     constants = {
-        "instance": instance or label(one.labels, HOST_LABELS),
+        "instance": instance or label(one.labels, HOST_LABELS) or label(one.labels, _POD_LABELS),
         "framework": framework,
         "model_name": model,
         "metric": one.name,
