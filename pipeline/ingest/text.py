@@ -71,6 +71,7 @@ def ingest_text_log(
     blocks = BlockScanner(formats.BLOCKS, clock.zone, options.at)
 
     def on_window(window: Window) -> None:
+        startup.clock.learn_from(clock)  # what the OOM scan's clock learned of the year from this window's head
         startup.window(window)
         summaries.window(window)
         settings.window(window)
@@ -89,9 +90,11 @@ def ingest_text_log(
     rows += insert_engine_memory(con, reports, source_id, instance)
     rows += insert_moments(con, moments, source_id, instance, options.at)
     rows += insert_stated(con, stated, source_id, instance)
-    guessed = clock.guessed or startup.clock.guessed
-    if guessed is not None and notes is not None:
-        notes.append(f"lines without a year read as {guessed}: nothing in the log says which (pass --at to place them)")
+    guesser = clock if clock.guessed is not None else startup.clock
+    if guesser.guessed is not None and notes is not None:
+        notes.append(
+            f"lines without a year read as {guesser.guessed}: {guesser.guess_reason} (pass --at to place them)"
+        )
     in_blocks, blocks_wrong = insert_blocks(con, path, blocks.found, source_id, options, instance)
     rows += in_blocks
     rejects = sorted(

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from ...units import parse_timestamp, to_utc_naive
+from .releases import Release, release_in
 
 _MONTHS = {
     m: i
@@ -109,8 +110,10 @@ class LineClock:
     Naive times are read in `default_tz` (UTC when None). A time without a year (syslog `Nov 30 01:49:09`,
     vLLM's `11-30 01:49:09`, glog's `E1130 01:49:09`) gets `year` when one is given. Otherwise it gets the
     year of the log's own dated lines (the last one this clock read, or `learn_year` found) unless that puts
-    it after `now`, else the latest year that does not: a log tells of what has happened, so none of its
-    times lies in the future. `now` is the present as naive UTC (the clock of the machine when None).
+    it after `now`; else, where the log names the vLLM it runs (`learn_year` found its version line), the first
+    year in which the day is not before that version came out (`releases`): the log cannot be older; else the
+    latest year that does not put it after `now`: a log tells of what has happened, so none of its times lies in
+    the future. `now` is the present as naive UTC (the clock of the machine when None).
     """
 
     def __init__(self, default_tz: str | None = None, year: int | None = None, now: datetime | None = None) -> None:
@@ -120,8 +123,12 @@ class LineClock:
         self.fixed_year = year
         self.year = year if year is not None else self.now.year  # for readers of their own yearless stamps
         self.log_year: int | None = None
-        # the year given to a yearless time that nothing in the log placed (no --at, no dated line): a guess
+        # the vLLM the log names, the oldest if several: its lines are not older (used while no line is dated)
+        self.release: Release | None = None
+        # the year given to a yearless time that nothing in the log placed (no --at, no dated line): a guess, and
+        # the release it was the first year after (None when nothing in the log bounded it)
         self.guessed: int | None = None
+        self.guessed_after: Release | None = None
 
     def __call__(self, line: str) -> datetime | None:
         """The timestamp `line` starts with, or None."""
@@ -136,9 +143,34 @@ class LineClock:
             return None
 
     def learn_year(self, text: str) -> None:
-        """Take the year of the first line of `text` that starts with a full date, unless one is known."""
+        """Take the year of the first line of `text` that starts with a full date, unless one is known; while none
+        is, also the vLLM version that `text` states (`learn_release`)."""
         if self.log_year is None and (match := _DATED_LINE.search(text)) is not None:
             self.log_year = int(match[1])
+        if self.log_year is None:
+            self.learn_release(text)
+
+    def learn_release(self, text: str) -> None:
+        """Take the release of the vLLM that a version line of `text` names (`releases.release_in`), unless an
+        older one is known: the log's yearless lines are not older than it."""
+        release = release_in(text)
+        if release is not None and (self.release is None or release.on < self.release.on):
+            self.release = release
+
+    def learn_from(self, other: LineClock) -> None:
+        """Take what `other`, a clock of the same log, learned of its year: its year, unless this one knows one,
+        and its release, unless this one knows an older."""
+        if self.log_year is None:
+            self.log_year = other.log_year
+        if other.release is not None and (self.release is None or other.release.on < self.release.on):
+            self.release = other.release
+
+    @property
+    def guess_reason(self) -> str:
+        """Why the guessed year was taken, for the note that says it was guessed."""
+        if self.guessed_after is None:
+            return "nothing in the log says which"
+        return f"the earliest not before {self.guessed_after}"
 
     def _read(self, match: re.Match[str]) -> datetime | None:
         """The moment a match of _LINE_TS states."""
@@ -165,16 +197,27 @@ class LineClock:
 
     def _yearless(self, month: int, day: int, hms: str) -> datetime | None:
         """`month`-`day` `hms` in the year the class docstring says; None if no year has that day."""
+        if self.fixed_year is None and self.log_year is None and self.release is not None:
+            released = self.release.on
+            for year in range(released.year, self.now.year + 2):  # next year's too: see _years
+                moment = self._on(year, month, day, hms)
+                if moment is not None and moment <= self.now and (year, month, day) >= released.timetuple()[:3]:
+                    self.guessed, self.guessed_after = year, self.release
+                    return moment
         for year in self._years():
-            try:
-                moment = to_utc_naive(_moment(year, month, day, hms), self.zone)
-            except ValueError:
-                continue  # Feb 29 of a common year
-            if self.fixed_year is not None or moment <= self.now:
+            moment = self._on(year, month, day, hms)
+            if moment is not None and (self.fixed_year is not None or moment <= self.now):
                 if self.fixed_year is None and year != self.log_year:
-                    self.guessed = year
+                    self.guessed, self.guessed_after = year, None
                 return moment
         return None
+
+    def _on(self, year: int, month: int, day: int, hms: str) -> datetime | None:
+        """`month`-`day` `hms` of `year` as naive UTC; None where `year` has no such day (Feb 29 of a common year)."""
+        try:
+            return to_utc_naive(_moment(year, month, day, hms), self.zone)
+        except ValueError:
+            return None
 
     def _years(self) -> list[int]:
         """The years a yearless time may have, the first that fits wins."""

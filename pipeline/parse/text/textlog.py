@@ -46,7 +46,7 @@ _TRACEBACK_LINE = re.compile(
 # Lines after a line that opens a message (`opens_message`) within which its out-of-memory words come: the
 # known layouts put them on the next line or two (DeepSpeed's Free:/Total:, FlashInfer's Buffer overflow).
 HEAD_REACH = 3
-YEAR_PROBE_BYTES = 64 << 10  # where a window is looked at for a dated line, for lines without a year
+YEAR_PROBE_BYTES = 64 << 10  # where a window is looked at for a dated line or a vLLM version, for lines without a year
 
 OOM_FINDER = MarkerFinder(OOM_MARKERS)
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception)\s*:?\s*$")
@@ -90,12 +90,13 @@ def scan_text_log(
     decompression; the lines holding the markers of `also` (theirs) are found by the same search
     (`Window.marked`); `ahead` is that search, when it was started before (`textscan.search_ahead`). `clock`, when
     given, dates the lines instead of one made of `default_tz` and `year` (its `guessed` then tells the caller
-    whether a year was guessed).
+    whether a year was guessed); it has learned from each window's head before `on_window` sees the window.
     """
     clock = clock if clock is not None else log_clock(path, default_tz, year)
     try:
         scanner, echoes = _Scanner(clock), _Echoes()
         for window in iter_windows(path, [OOM_FINDER, *also], segment=chunk_size, ahead=ahead):
+            scanner.learn(window)  # first: `on_window`'s readers may date lines by what the clock learns
             if on_window is not None:
                 on_window(window)
             for found in scanner.scan(window):
@@ -154,11 +155,16 @@ class _Scanner:
     # the lines over LINE_TEXT_BYTES read in the current window, cut (`_text`)
     _long_lines: tuple[Window | None, dict[tuple[int, int], str]] = field(default=(None, {}), repr=False)
 
-    def scan(self, window: Window) -> Iterator[_Event | Reject]:
-        """The messages that start on the marker lines of `window`."""
-        self._window = window
-        if self.clock.log_year is None:  # the year of the log's dated lines, for its lines without one
+    def learn(self, window: Window) -> None:
+        """Let the clock learn, from the head of `window`, the year of the log's lines without one: the year of its
+        dated lines, or the vLLM version it states (`LineClock.learn_year`)."""
+        if self.clock.log_year is None:
+            self._window = window
             self.clock.learn_year(self._text(window.lo, min(window.hi, window.lo + YEAR_PROBE_BYTES)))
+
+    def scan(self, window: Window) -> Iterator[_Event | Reject]:
+        """The messages that start on the marker lines of `window` (after `learn`)."""
+        self._window = window
         for hit, line in window.marked(OOM_FINDER):
             if window.base + hit < self.consumed:
                 continue
