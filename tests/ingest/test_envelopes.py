@@ -17,9 +17,10 @@ from pathlib import Path
 import duckdb
 from corpus import ROOT, cases
 
-from conftest import H200
 from oomlab import api
 from oomlab.config import IngestOptions
+
+from conftest import H200
 
 ENVELOPES = ROOT / "envelope"
 MIB = 2**20
@@ -115,10 +116,8 @@ def test_cri_partial_lines_are_one_message(tmp_path: Path) -> None:
     in three: one event with the whole message's numbers, at the first piece's line and time."""
     oom = _real_ooms()[1]
     cut = [oom[:60], oom[60:200], oom[200:]]
-    lines = [
-        f"2025-11-30T01:49:37.74200000{i}Z stderr {'F' if i == 2 else 'P'} {'torch.OutOfMemoryError: ' if i == 0 else ''}{piece}"
-        for i, piece in enumerate(cut)
-    ]
+    cut[0] = f"torch.OutOfMemoryError: {cut[0]}"
+    lines = [f"2025-11-30T01:49:37.74200000{i}Z stderr {'F' if i == 2 else 'P'} {piece}" for i, piece in enumerate(cut)]
     con = _ingest(tmp_path, "0.log", "2025-11-30T01:49:37.700000000Z stdout F serving\n" + "\n".join(lines) + "\n")
     rows = con.execute("SELECT line, ts, requested_bytes, total_capacity_bytes FROM oom_events").fetchall()
     assert rows == [(2, datetime(2025, 11, 30, 1, 49, 37, 742000), _requested(oom), round(139.80 * 2**30))]
