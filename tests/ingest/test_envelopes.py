@@ -188,3 +188,19 @@ def test_a_cri_log_in_kubelets_pod_folder_is_that_pods(tmp_path: Path) -> None:
         "1 pod names no node and stands for its own device: vllm-7c9f-b"
         in con.execute("SELECT note FROM sources").fetchone()[0]
     )
+
+
+def test_an_oom_beside_the_message_in_an_elasticsearch_hit(tmp_path: Path) -> None:
+    """Elasticsearch's documented _search answer (case 021), its hit's _source given what a structured logger
+    writes beside the message (ECS: error.stack_trace, host.name) and the H200 OOM as the traceback's last line, at
+    a time of 2025: the event is read from the error, on the host, at the document's @timestamp."""
+    oom = _real_ooms()[1]
+    answer = json.loads(_artifact("021").read_text())
+    source = answer["hits"]["hits"][0]["_source"]
+    source |= {"@timestamp": "2025-11-30T01:49:37.742Z", "message": "request failed", "host": {"name": "gpu-node-3"}}
+    source["error"] = {
+        "stack_trace": f'Traceback (most recent call last):\n  File "serve.py", line 9\ntorch.OutOfMemoryError: {oom}'
+    }
+    con = _ingest(tmp_path, "hits.json", json.dumps(answer, indent=2))
+    rows = con.execute("SELECT ts, instance, requested_bytes FROM oom_events").fetchall()
+    assert rows == [(datetime(2025, 11, 30, 1, 49, 37, 742000), "gpu-node-3", _requested(oom))]

@@ -141,12 +141,29 @@ def is_record(value: Any) -> bool:
     return isinstance(value, dict) and any(keys <= value.keys() for keys in _SIGNATURES)
 
 
+# Where structured loggers put the failure beside the message (ECS' error.*, structlog's exception, zap's
+# stacktrace): a traceback ending in an OOM stands there, not in the message, and is read after it.
+_DETAILS = (
+    ("error",),
+    ("error", "message"),
+    ("error", "stack_trace"),
+    ("exception",),
+    ("exc_info",),
+    ("stack_trace",),
+    ("stacktrace",),
+    ("traceback",),
+    ("jsonPayload", "error"),
+    ("jsonPayload", "stacktrace"),
+    ("jsonPayload", "exception"),
+)
+
+
 def entry_of(record: dict[str, Any], line: int, ts: datetime | None = None) -> Entry:
     """The entry a record holds; `ts`, the time its wrapper states (Fluent Bit's epoch), wins over the record's."""
     return Entry(
         line,
         ts or _record_time(record),
-        _message(record),
+        _with_details(_message(record), record),
         _first_text(record, _HOST),
         _first_text(record, _POD),
         _first_text(record, _NAMESPACE),
@@ -165,6 +182,14 @@ def _message(record: dict[str, Any]) -> str | None:
         if isinstance(value, dict) and path == ("message",):  # a shipper that parsed the line as JSON
             return json.dumps(value)
     return None
+
+
+def _with_details(message: str | None, record: dict[str, Any]) -> str | None:
+    """The message, and after it, a line each, the failure's text the record keeps beside it."""
+    details = [v for path in _DETAILS if isinstance(v := _at(record, path), str) and v and v not in (message or "")]
+    if not details:
+        return message
+    return "\n".join([message or "", *dict.fromkeys(details)])
 
 
 def _stream(record: dict[str, Any]) -> str | None:
