@@ -204,3 +204,21 @@ def test_an_oom_beside_the_message_in_an_elasticsearch_hit(tmp_path: Path) -> No
     con = _ingest(tmp_path, "hits.json", json.dumps(answer, indent=2))
     rows = con.execute("SELECT ts, instance, requested_bytes FROM oom_events").fetchall()
     assert rows == [(datetime(2025, 11, 30, 1, 49, 37, 742000), "gpu-node-3", _requested(oom))]
+
+
+def test_a_log_too_large_to_hold_is_read_line_by_line(tmp_path: Path, monkeypatch) -> None:
+    """The CRI log of the partial-line test and case 057's Docker lines, with the whole-read bound set below their
+    size: the same events, at the same lines and times, read in the file's order (and `sources` says so); a JSON
+    document over it is refused with one line naming the file."""
+    from oomlab.ingest import envelope
+
+    monkeypatch.setattr(envelope, "WHOLE_BYTES", 200)
+    (tmp_path / "cri").mkdir()
+    (tmp_path / "docker").mkdir()
+    test_cri_partial_lines_are_one_message(tmp_path / "cri")
+    test_a_broken_record_is_a_reject_and_the_rest_is_read(tmp_path / "docker")
+    con = duckdb.connect(str(tmp_path / "docker" / "t.duckdb"), read_only=True)
+    assert "over 0 MiB: lines read in the file's order" in con.execute("SELECT note FROM sources").fetchone()[0]
+    report = api.ingest(tmp_path / "doc.duckdb", [str(_artifact("030"))], IngestOptions())
+    (failed,) = report.results
+    assert failed.status == "failed" and "a JSON document over 0 MiB is not read whole" in failed.message

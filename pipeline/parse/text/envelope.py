@@ -31,8 +31,6 @@ from typing import Any
 from ...records import Reject
 
 _EPOCH = datetime(1970, 1, 1)
-# A whole document is decoded at once; larger ones are refused rather than exhausting memory.
-MAX_DOCUMENT_BYTES = 1 << 30
 _RAW_LIMIT = 2000
 
 
