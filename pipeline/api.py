@@ -82,11 +82,13 @@ def pull_prometheus(
     credentials: dict[str, str | None] | None = None,
     ca_file: str | None = None,
     timeout_s: float = 30.0,
+    lake_dir: str | Path | None = None,
 ) -> PullReport:
     """Pull a time range (default: the 7 days before `until`, itself now by default; UTC) of the known GPU and
     serving-engine series from a Prometheus server into the database (ingest/prometheus_pull.py).
     `credentials` names where secrets are read (http_get.Credentials: token_env, token_file, user,
-    password_env, password_file); then the OOM sightings are reconciled as after an ingest."""
+    password_env, password_file); then the OOM sightings are reconciled as after an ingest. With `lake_dir`, into
+    that Parquet lake instead (docs/lake.md)."""
     from .ingest.http_get import Client, Credentials
     from .ingest.prometheus_pull import PullRequest
     from .ingest.prometheus_pull import pull_prometheus as pull
@@ -102,6 +104,10 @@ def pull_prometheus(
     request = PullRequest(
         client, since or end - timedelta(days=7), end, span.total_seconds(), tuple(matchers), instance
     )
+    if lake_dir is not None:
+        from .ingest.lake import pull_into_lake
+
+        return pull_into_lake(Path(lake_dir), request)
     with connect(db_path) as con:
         report = pull(con, request)
         if report.rows:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 import click
+from click.core import ParameterSource
 
 from .options import DB_OPTION, WholeHelpGroup
 
@@ -28,6 +29,13 @@ def pull() -> None:
     "is pulled as written instead of the known ones.",
 )
 @DB_OPTION
+@click.option(
+    "--lake",
+    "lake_dir",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Write into the Parquet lake under DIR instead of a database (docs/lake.md).",
+)
 @click.option("--instance", help="Put every row on this device (default: each series' host or node label).")
 @click.option("--token-env", metavar="VAR", help="Environment variable holding a bearer token.")
 @click.option("--token-file", metavar="FILE", type=click.Path(dir_okay=False), help="File holding a bearer token.")
@@ -43,6 +51,7 @@ def prometheus(
     step: str,
     matchers: tuple[str, ...],
     db_path: str,
+    lake_dir: str | None,
     instance: str | None,
     token_env: str | None,
     token_file: str | None,
@@ -52,14 +61,30 @@ def prometheus(
     ca_file: str | None,
     timeout: float,
 ) -> None:
-    """Pull the GPU and serving-engine memory series oomlab knows, over a time range, into the database. Exit 0
+    """Pull the GPU and serving-engine memory series oomlab knows, over a time range, into the database (or, with
+    --lake, a Parquet lake). Exit 0
     when every range was pulled, 1 when some could not be (the rest is kept; `oomlab sources` says which)."""
     from .. import api
 
     secrets = {"token_env": token_env, "token_file": token_file, "user": user}
     secrets |= {"password_env": password_env, "password_file": password_file}
+    if (
+        lake_dir is not None
+        and click.get_current_context().get_parameter_source("db_path") is ParameterSource.COMMANDLINE
+    ):
+        raise click.UsageError("--db and --lake name two destinations: give one")
     report = api.pull_prometheus(
-        db_path, url, since, until, step, matchers, instance, secrets, ca_file=ca_file, timeout_s=timeout
+        db_path,
+        url,
+        since,
+        until,
+        step,
+        matchers,
+        instance,
+        secrets,
+        ca_file=ca_file,
+        timeout_s=timeout,
+        lake_dir=lake_dir,
     )
     click.echo(
         f"{report.url}: {report.series} series pieces, {report.samples} samples read, {report.rows} rows added "

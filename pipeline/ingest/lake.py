@@ -1,4 +1,5 @@
-"""`oomlab ingest PATHS --lake DIR`: files straight into the Parquet lake (load/lake.py, docs/lake.md).
+"""`oomlab ingest PATHS --lake DIR` and `oomlab pull prometheus --lake DIR`: files, or a pull, straight into the
+Parquet lake (load/lake.py, docs/lake.md).
 
 The files are ingested into a working DuckDB file inside the lake's staging folder, by the same per-file loop
 as a database (ingest/run.py), after it has been given what that loop consults of the rest of the lake: the
@@ -10,8 +11,10 @@ sources this run wrote go back to the lake, each source in folders of its own; t
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 import duckdb
 
@@ -24,9 +27,11 @@ from .ahead import Ahead
 from .calendar import refresh_rule_occurrences
 from .paths import InputFile
 from .progress import Progress
+from .prometheus_pull import PullReport, PullRequest, pull_prometheus
 from .run import ingest_files
 
 WORK_DB = "work.duckdb"
+T = TypeVar("T")
 
 
 def ingest_into_lake(
@@ -38,18 +43,33 @@ def ingest_into_lake(
 ) -> IngestReport:
     """Ingest `files` into the lake at `lake`; the same report as a database ingest."""
     with layout.writing(lake):
-        return _ingest(lake, files, options, progress, ahead)
+        return _into_lake(lake, lambda con: ingest_files(con, files, options, progress, ahead))
 
 
-def _ingest(
-    lake: Path, files: list[InputFile], options: IngestOptions, progress: Progress | None, ahead: Ahead | None
-) -> IngestReport:
+def pull_into_lake(lake: Path, request: PullRequest) -> PullReport:
+    """`oomlab pull prometheus --lake`: the pull into the working database, which holds the lake's own samples of
+    the range first, so that a sample the lake holds is not added again; then its rows into the lake."""
+
+    def pull(con: duckdb.DuckDBPyConnection) -> PullReport:
+        since, until = request.since, request.until
+        for table in ("gpu_samples", "engine_samples"):
+            if any((lake / table).rglob("*.parquet")):
+                run_file(con, f"lake_seed_{table}_range", {"glob": _glob(lake, table), "since": since, "until": until})
+        return pull_prometheus(con, request)
+
+    with layout.writing(lake):
+        return _into_lake(lake, pull)
+
+
+def _into_lake(lake: Path, work: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+    """Run `work` on a working database seeded from the lake; then the rows of the sources it wrote into the lake,
+    the runs of recurring jobs rebuilt over the lake's time, and the manifest last."""
     layout.prepare(lake)
     staging = layout.new_staging(lake)
     try:
         with connect(staging / WORK_DB) as con:
             known = _seed(con, lake)
-            report = ingest_files(con, files, options, progress, ahead)
+            result = work(con)
             refresh_rule_occurrences(con, _lake_time(con, lake))
             current = _source_ids(con)
             out = staging / "out"
@@ -60,7 +80,7 @@ def _ingest(
             layout.merge_into_lake(con, out, lake, known - current)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return report
+    return result
 
 
 def _glob(lake: Path, table: str) -> str:

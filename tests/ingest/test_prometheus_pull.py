@@ -169,3 +169,19 @@ def test_vllm_series_come_back_into_engine_samples_with_their_labels(tmp_path: P
     assert [(r[0], r[1]) for r in rows] == points
     assert {(r[2], r[3], r[4]) for r in rows} == {("gpu-node-7", "vllm", "zai-org/GLM-4.5")}
     assert json.loads(rows[0][5]) == {"engine": "0", "model_name": "zai-org/GLM-4.5"}
+
+
+def test_pulled_into_a_lake_twice_holds_each_sample_once(tmp_path: Path) -> None:
+    """`--lake`: two overlapping pulls of a day into a Parquet lake, each a source of its own; the lake's gpu_samples
+    hold every loaded sample once (the second pull saw the first's samples of its range in the lake)."""
+    start = _now() - timedelta(days=1)
+    text, loaded = dcgm_week(start, days=1, step_s=STEP_S, gpus=2)
+    lake, unused = tmp_path / "lake", tmp_path / "unused.duckdb"
+    with prometheus(tmp_path, text) as server:
+        first = api.pull_prometheus(unused, server.url, start, start + timedelta(hours=16), lake_dir=lake)
+        second = api.pull_prometheus(unused, server.url, start + timedelta(hours=8), _now(), lake_dir=lake)
+    assert first.rows == 2 * 193 and second.rows == 2 * 288 - first.rows and not unused.exists()
+    files = f"{lake}/gpu_samples/**/*.parquet"
+    rows = duckdb.sql(f"SELECT gpu_index, ts, memory_used_bytes FROM read_parquet('{files}')").fetchall()
+    assert len(rows) == len({(g, t) for g, t, _ in rows}) == 2 * 288
+    assert {(g, t): used / MIB for g, t, used in rows} == loaded.samples("DCGM_FI_DEV_FB_USED")
