@@ -9,7 +9,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 import click
-from click.core import ParameterSource
 
 from .. import __version__
 from ..assets import remove_scratch
@@ -18,9 +17,11 @@ from .options import (
     AGGREGATES_OPTION,
     DB_OPTION,
     FORMAT_OPTION,
+    LAKE_OPTION,
     QUERY_ROW_LIMIT,
     QUERY_TIMEOUT_S,
     WholeHelpGroup,
+    one_destination,
     one_source,
     size_option,
 )
@@ -117,13 +118,7 @@ def _parse_tags(pairs: tuple[str, ...]) -> dict[str, str]:
     metavar="F1,F2,...",
     help="The field names of nvidia-smi CSVs written with `noheader`, as queried (memory.total,memory.used,...).",
 )
-@click.option(
-    "--lake",
-    "lake_dir",
-    metavar="DIR",
-    type=click.Path(file_okay=False),
-    help="Write a Hive-partitioned Parquet lake under DIR instead of a database (docs/lake.md).",
-)
+@LAKE_OPTION
 @click.option(
     "--many-files",
     is_flag=True,
@@ -148,8 +143,7 @@ def ingest(
     """Ingest request logs, text logs with OOM messages and snapshots into the database (or, with --lake, a
     Parquet lake)."""
     ctx = click.get_current_context()
-    if lake_dir is not None and ctx.get_parameter_source("db_path") is ParameterSource.COMMANDLINE:
-        raise click.UsageError("--db and --lake name two destinations: give one")
+    one_destination(lake_dir)
     from ..config import IngestOptions
 
     options = IngestOptions(

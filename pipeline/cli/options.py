@@ -83,3 +83,21 @@ def one_source(db_path: str, aggregates: str | None) -> str | None:
     if click.get_current_context().get_parameter_source("db_path") is ParameterSource.COMMANDLINE:
         raise click.UsageError("--db and --aggregates name two sources: give one")
     return None
+
+
+LAKE_OPTION = click.option(
+    "--lake",
+    "lake_dir",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Write a Hive-partitioned Parquet lake under DIR instead of a database (docs/lake.md).",
+)
+
+
+def one_destination(lake_dir: str | None) -> None:
+    """--db and --lake both given name two destinations: a usage error (--db's default and OOMLAB_DB do not count)."""
+    if (
+        lake_dir is not None
+        and click.get_current_context().get_parameter_source("db_path") is ParameterSource.COMMANDLINE
+    ):
+        raise click.UsageError("--db and --lake name two destinations: give one")

@@ -5,9 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 
 import click
-from click.core import ParameterSource
 
-from .options import DB_OPTION, WholeHelpGroup
+from .options import DB_OPTION, LAKE_OPTION, WholeHelpGroup, one_destination
 
 
 @click.group(cls=WholeHelpGroup)
@@ -29,13 +28,7 @@ def pull() -> None:
     "is pulled as written instead of the known ones.",
 )
 @DB_OPTION
-@click.option(
-    "--lake",
-    "lake_dir",
-    metavar="DIR",
-    type=click.Path(file_okay=False),
-    help="Write into the Parquet lake under DIR instead of a database (docs/lake.md).",
-)
+@LAKE_OPTION
 @click.option("--instance", help="Put every row on this device (default: each series' host or node label).")
 @click.option("--token-env", metavar="VAR", help="Environment variable holding a bearer token.")
 @click.option("--token-file", metavar="FILE", type=click.Path(dir_okay=False), help="File holding a bearer token.")
@@ -68,11 +61,7 @@ def prometheus(
 
     secrets = {"token_env": token_env, "token_file": token_file, "user": user}
     secrets |= {"password_env": password_env, "password_file": password_file}
-    if (
-        lake_dir is not None
-        and click.get_current_context().get_parameter_source("db_path") is ParameterSource.COMMANDLINE
-    ):
-        raise click.UsageError("--db and --lake name two destinations: give one")
+    one_destination(lake_dir)
     report = api.pull_prometheus(
         db_path,
         url,

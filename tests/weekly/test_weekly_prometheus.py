@@ -128,17 +128,7 @@ def test_two_weeks_pulled_sample_for_sample_and_again_adds_nothing(server, tmp_p
     one = run_weekly(config, first.name)
     per_week = len(expected(loaded, first)["DCGM_FI_DEV_FB_USED"])
     assert per_week == GPUS * 7 * 86400 // STEP_S
-    assert one.pulls == [
-        {
-            "url": url,
-            "samples": len(DCGM_METRICS) * per_week,
-            "rows": per_week,
-            "missing": 0,
-            "first_missing": None,
-            "notes": [],
-            "error": None,
-        }
-    ]
+    assert one.pulls == [_whole_week(url, per_week)]
     # exactly the first week: the second week's Monday 00:00 sample, loaded too, is not pulled with it
     assert held(db) == expected(loaded, first)
     assert one.exit_code == (3 if one.new_findings else 0)
@@ -147,17 +137,7 @@ def test_two_weeks_pulled_sample_for_sample_and_again_adds_nothing(server, tmp_p
     command = [sys.executable, "-m", "oomlab.cli.main", "weekly", "--config", str(config), "--week", second.name]
     cli_run = subprocess.run([*command, "--json"], capture_output=True, text=True, timeout=120, env=os.environ)
     summary = json.loads(cli_run.stdout)
-    assert summary["pulls"] == [
-        {
-            "url": url,
-            "samples": len(DCGM_METRICS) * per_week,
-            "rows": per_week,
-            "missing": 0,
-            "first_missing": None,
-            "notes": [],
-            "error": None,
-        }
-    ], cli_run.stderr
+    assert summary["pulls"] == [_whole_week(url, per_week)], cli_run.stderr
     new = findings_new(out, second, first)
     assert [(f["kind"], f["subject"]) for f in summary["new_findings"]] == new
     assert cli_run.returncode == summary["exit_code"] == (3 if new else 0), cli_run.stderr
@@ -248,3 +228,17 @@ def test_config_errors_name_the_prometheus_key(tmp_path: Path, line: str | None,
     result = CliRunner().invoke(cli, ["weekly", "--config", str(config)])
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines() == [f"Error: {message}"]
+
+
+def _whole_week(url: str, per_week: int) -> dict[str, object]:
+    """The summary of a pull that read every sample of its week (two metrics a row)."""
+    samples = len(DCGM_METRICS) * per_week
+    return {
+        "url": url,
+        "samples": samples,
+        "rows": per_week,
+        "missing": 0,
+        "first_missing": None,
+        "notes": [],
+        "error": None,
+    }
