@@ -130,9 +130,12 @@ _NVSMI = re.compile(r"^(\d{4})/(\d{2})/(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(\.\d+)
 
 
 def epoch_to_datetime(value: float) -> datetime:
-    """Epoch seconds, milliseconds, microseconds or nanoseconds, told apart by magnitude."""
+    """Epoch seconds, milliseconds, microseconds or nanoseconds, told apart by magnitude. A whole number is read
+    exactly (cut to the microsecond): nanoseconds since 1970 have more digits than a float holds."""
     for threshold, divisor in _EPOCH_DIVISORS:
         if abs(value) >= threshold:
+            if isinstance(value, int):
+                return datetime(1970, 1, 1) + timedelta(microseconds=value * 1_000_000 // int(divisor))
             return datetime(1970, 1, 1) + timedelta(seconds=value / divisor)
     raise ValueError(f"{value!r} is not an epoch time")  # pragma: no cover - the last threshold is 0
 

@@ -14,7 +14,9 @@ from ..errors import InputError
 from ..load import tables as load
 from ..load.sql import run_file, sql_text
 from ..parse.compression import READ_ERRORS, open_binary
+from ..parse.telemetry.memory import MEMORY_COLUMNS
 from ..parse.telemetry.naming import file_instance
+from ..parse.telemetry.prom import DCGM_FIELDS
 from ..parse.telemetry.series import PROM_API, read_api_answer, read_vm_export
 from ..parse.telemetry.series_rows import SeriesRows, series_rows
 from ..records import Reject
@@ -27,17 +29,9 @@ DCGM_ORIGIN = "dcgm"
 # A whole answer is read into memory to decode it; beyond this it is refused rather than exhausting memory.
 MAX_ANSWER_BYTES = 2 << 30
 
-# The gpu_samples columns a DCGM field fills (prom.DCGM_FIELDS), each present for the merge whether pulled or not.
-_GPU_VALUES = {
-    "memory_used_bytes": pl.Int64,
-    "memory_free_bytes": pl.Int64,
-    "memory_total_bytes": pl.Int64,
-    "memory_reserved_bytes": pl.Int64,
-    "utilization_gpu": pl.Float64,
-    "utilization_memory": pl.Float64,
-    "temperature": pl.Float64,
-    "power_w": pl.Float64,
-}
+# The gpu_samples columns a DCGM field fills, each present for the merge whether pulled or not: bytes are whole
+# numbers, the rest (utilisation, temperature, power) floats.
+_GPU_VALUES = {spec.column: pl.Int64 if spec.column in MEMORY_COLUMNS else pl.Float64 for spec in DCGM_FIELDS.values()}
 
 
 def load_job(job: LoadJob) -> tuple[int, int]:
@@ -84,7 +78,7 @@ def _placed(frame: pl.DataFrame, source_id: int, fallback: str | None) -> pl.Dat
         pl.lit(source_id, pl.Int32).alias("source_id"),
         pl.col("instance").fill_null(pl.lit(fallback, pl.String)),
         pl.col("ts").cast(pl.Datetime("us")),
-    ).drop([c for c in ("column",) if c in frame.columns])
+    )
 
 
 def _merge(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame, name: str, files: tuple[str, ...]) -> int:

@@ -20,10 +20,10 @@ import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from ...records import Reject
-from ...units import UNIT_BYTES
+from ...units import UNIT_BYTES, epoch_to_datetime
 
 # DCGM's metric name prefixes: the exporter's field names, and the 1.x exporter's.
 PROMETHEUS = "prometheus"  # the kind of Prometheus (and OpenMetrics) text, a file's or a block's
@@ -41,12 +41,10 @@ _SAMPLE = re.compile(rf"^({_NAME})\s*(?:\{{(.*)\}})?\s+(\S+)(?:\s+(-?\d+(?:\.\d+
 # A sample's timestamp is milliseconds in Prometheus' text format and seconds (a fraction allowed) in
 # OpenMetrics, which also ends in `# EOF` (what `promtool tsdb create-blocks-from openmetrics` reads). Any time a
 # GPU log can carry (ingest/plausible.py: 2000 to 2100) is 9.5e8..4.1e9 in seconds and 9.5e11..4.1e12 in
-# milliseconds: ranges a thousand times apart, so the number's size says which it is.
-_SECONDS_BELOW = 1e11
+# milliseconds: ranges a thousand times apart, so the number's size says which it is (units.epoch_to_datetime).
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
 _ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
 _METRIC_LINE = re.compile(r"^(?:" + "|".join(re.escape(p) for p in _PREFIXES) + r")[\w:]+\s*[{ ]")
-_EPOCH = datetime(1970, 1, 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,10 +155,7 @@ def parse_sample(number: int, line: str) -> Sample | Reject:
 
 def _timestamp(text: str) -> datetime:
     """A sample's timestamp, in seconds (OpenMetrics) or milliseconds (Prometheus text) as its size says."""
-    number = float(text)
-    if "." in text or abs(number) < _SECONDS_BELOW:
-        return _EPOCH + timedelta(milliseconds=round(number * 1000))
-    return _EPOCH + timedelta(milliseconds=int(text))
+    return epoch_to_datetime(float(text) if "." in text else int(text))
 
 
 def _labels(text: str) -> dict[str, str] | None:
@@ -192,6 +187,12 @@ def dcgm_value(sample: Sample, field: DcgmField) -> float | int | None:
 def label(labels: dict[str, str], spellings: tuple[str, ...]) -> str | None:
     """The first of a label's spellings the sample has with a value; None when none has one."""
     return next((labels[name] for name in spellings if labels.get(name)), None)
+
+
+def engine_model(framework: str | None, labels: dict[str, str]) -> str | None:
+    """The model an engine's sample names: `model_name`; SGLang's first metrics named it `name` (sgl-project/sglang
+    PR 1853)."""
+    return labels.get("model_name") or (labels.get("name") if framework == "sglang" else None)
 
 
 def engine_framework(name: str) -> str | None:

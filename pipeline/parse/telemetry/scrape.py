@@ -15,7 +15,7 @@ from datetime import datetime
 
 from ...records import Reject
 from .memory import impossible_memory
-from .prom import DCGM_FIELDS, DCGM_LABELS, Sample, dcgm_value, engine_framework, label
+from .prom import DCGM_FIELDS, DCGM_LABELS, Sample, dcgm_value, engine_framework, engine_model, label
 from .values import GPU_SAMPLES, TelemetryRow
 
 ENGINE_SAMPLES = "engine_samples"
@@ -122,8 +122,7 @@ class Scrape:
         if not kept:
             return
         framework = engine_framework(sample.name)
-        # SGLang's first metrics named the model in a `name` label (sgl-project/sglang PR 1853)
-        model = sample.labels.get("model_name") or (sample.labels.get("name") if framework == "sglang" else None)
+        model = engine_model(framework, sample.labels)
         self.engine.append(
             {
                 "line": sample.line,

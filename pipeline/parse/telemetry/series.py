@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ...records import Reject
@@ -54,7 +54,7 @@ def looks_like_vm_export(text: str) -> bool:
     return _EXPORT_LINE.match(text.split("\n", 1)[0]) is not None
 
 
-def answer_series(doc: Any, line: int | None = None) -> list[Series]:
+def answer_series(doc: Any) -> list[Series]:
     """The series of one decoded API answer; raises ValueError with the server's own words for an error answer
     or a shape that is not one (a `scalar` or `string` result names no series)."""
     if not isinstance(doc, dict):
@@ -68,11 +68,11 @@ def answer_series(doc: Any, line: int | None = None) -> list[Series]:
     found = []
     for item in data.get("result") or []:
         pairs = item.get("values") if "values" in item else [item.get("value")]
-        found.append(_series(item.get("metric") or {}, pairs, line))
+        found.append(_series(item.get("metric") or {}, pairs))
     return found
 
 
-def _series(metric: dict[str, str], pairs: list[Any], line: int | None) -> Series:
+def _series(metric: dict[str, str], pairs: list[Any]) -> Series:
     """One result item: [[seconds, "value"], ...] as arrays (values are strings: `"NaN"`, `"+Inf"` included)."""
     import numpy as np
 
@@ -81,28 +81,17 @@ def _series(metric: dict[str, str], pairs: list[Any], line: int | None) -> Serie
     values = np.array([p[1] for p in pairs], dtype=np.float64) if pairs else np.empty(0)
     ts_ms = np.rint(seconds * 1000).astype(np.int64)  # the API writes milliseconds as seconds with 3 decimals
     labels = {k: v for k, v in metric.items() if k != "__name__"}
-    return Series(metric.get("__name__", ""), labels, ts_ms, values, line)
+    return Series(metric.get("__name__", ""), labels, ts_ms, values)
 
 
 def read_api_answer(text: str) -> tuple[list[Series], list[Reject]]:
-    """The series of a file holding one API answer (pretty-printed or not), each at the line its `metric` object
-    starts on; a file that is not one is a single reject saying why."""
-    try:
-        doc = json.loads(text)
-        found = answer_series(doc)
-    except (ValueError, TypeError, AttributeError, IndexError) as exc:
-        return [], [Reject(1, f"not a readable Prometheus answer: {exc}", text[:_RAW_LIMIT])]
-    lines = _metric_lines(text)
-    return [_at_line(s, lines[i] if i < len(lines) else 1) for i, s in enumerate(found)], []
-
-
-def _metric_lines(text: str) -> list[int]:
-    """The line of each `"metric":` key in order: where each series starts in the file."""
-    return [text.count("\n", 0, m.start()) + 1 for m in re.finditer(r'"metric"\s*:', text)]
+    """The series of a file holding an API answer (pretty-printed or not), each at the line its `metric` object
+    starts on; what is not one is a reject saying why (text_series)."""
+    return text_series(text.split("\n"), 1)
 
 
 def _at_line(series: Series, line: int) -> Series:
-    return Series(series.name, series.labels, series.ts_ms, series.values, line)
+    return replace(series, line=line)
 
 
 def read_vm_export(lines: Iterable[str]) -> Iterator[Series | Reject]:
@@ -147,20 +136,21 @@ def text_series(lines: list[str], first: int) -> tuple[list[Series], list[Reject
     text = "\n".join(lines)
     decoder = json.JSONDecoder()
     found: list[Series] = []
+    line, counted = first, 0  # the line of text[counted]: newlines are counted once, as the positions advance
     position = text.find("{")
     while 0 <= position < len(text):
         try:
             doc, end = decoder.raw_decode(text, position)
             items = answer_series(doc) if "data" in doc or "status" in doc else [_export_series(doc)]
         except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
-            line = first + text.count("\n", 0, position)
-            return found, [
-                Reject(line, f"not a readable Prometheus answer or export: {exc}", text[position:][:_RAW_LIMIT])
-            ]
+            line += text.count("\n", counted, position)
+            reason = f"not a readable Prometheus answer or export: {exc}"
+            return found, [Reject(line, reason, text[position : position + _RAW_LIMIT])]
         keys = [m.start() for m in re.finditer(r'"metric"\s*:', text[position:end])]
         for index, item in enumerate(items):
-            key = keys[index] if index < len(keys) else 0
-            found.append(_at_line(item, first + text.count("\n", 0, position + key)))
+            at = position + (keys[index] if index < len(keys) else 0)
+            line, counted = line + text.count("\n", counted, at), at
+            found.append(_at_line(item, line))
         position = text.find("{", end)
     return found, []
 

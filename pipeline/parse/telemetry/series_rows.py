@@ -21,7 +21,7 @@ import polars as pl
 from ...records import Reject
 from ...units import UNIT_BYTES
 from .memory import MEMORY_COLUMNS, impossible_memory
-from .prom import DCGM_FIELDS, DCGM_LABELS, FP64_BLANK, INT64_BLANK, engine_framework, label
+from .prom import DCGM_FIELDS, DCGM_LABELS, FP64_BLANK, INT64_BLANK, engine_framework, engine_model, label
 from .series import Series
 
 # A node label Prometheus relabelling commonly adds (kube-prometheus' `node`, the old `kubernetes_node`).
@@ -44,14 +44,9 @@ class SeriesRows:
     engine: pl.DataFrame
     rejects: list[Reject] = field(default_factory=list)
 
-    @property
-    def count(self) -> int:
-        return self.gpu.height + self.engine.height
-
 
 def series_rows(series: list[Series], instance: str | None = None) -> SeriesRows:
     """The rows of `series`; `instance` (--instance) places every row on one device."""
-
     gpu_parts: list[pl.DataFrame] = []
     engine_parts: list[pl.DataFrame] = []
     rejects: list[Reject] = []
@@ -69,7 +64,6 @@ def series_rows(series: list[Series], instance: str | None = None) -> SeriesRows
 
 def _dcgm_part(one: Series, instance: str | None, rejects: list[Reject]) -> pl.DataFrame | None:
     """One DCGM series as (row key, moment, column, value) rows; its blank and non-finite samples are one reject."""
-
     gpu = one.labels.get("gpu", "")
     raw = _raw(one)
     if not gpu.isdigit():
@@ -99,16 +93,12 @@ def _dcgm_part(one: Series, instance: str | None, rejects: list[Reject]) -> pl.D
         "metric": one.name,
         "line": one.line,
     }
-    frame = pl.DataFrame({"ts": pl.Series("ts", ts_ms, pl.Int64).cast(pl.Datetime("ms")), "value": column_values})
-    return frame.with_columns(
-        pl.lit(value, dtype=_DTYPES.get(name, pl.String)).alias(name) for name, value in constants.items()
-    )
+    return _samples(ts_ms, column_values, constants)
 
 
 def _gpu_rows(parts: list[pl.DataFrame]) -> tuple[pl.DataFrame, list[Reject]]:
     """The (key, moment, column, value) rows as one row per key and moment, a column per field; rows whose
     memory no card can show are rejects (impossible_memory), as a scrape's are."""
-
     if not parts:
         return pl.DataFrame(), []
     long = pl.concat(parts, how="vertical_relaxed")
@@ -117,49 +107,63 @@ def _gpu_rows(parts: list[pl.DataFrame]) -> tuple[pl.DataFrame, list[Reject]]:
         pl.col("line").min(),
         *(pl.col(c).first() for c in _LABEL_COLUMNS),
         *(pl.col("value").filter(pl.col("column") == c).first().alias(c) for c in columns),
-        pl.struct("column", "metric").alias("_names"),
     )
     wide = wide.with_columns(pl.col(c).cast(pl.Int64) for c in columns if c in MEMORY_COLUMNS)
-    return _possible(wide, columns)
+    return _possible(wide, long, columns)
 
 
-def _possible(wide: pl.DataFrame, columns: list[str]) -> tuple[pl.DataFrame, list[Reject]]:
-    """The rows whose memory a card can show, and a reject per other row, in impossible_memory's words."""
-
+def _possible(wide: pl.DataFrame, long: pl.DataFrame, columns: list[str]) -> tuple[pl.DataFrame, list[Reject]]:
+    """The rows whose memory a card can show, and a reject per other row, in impossible_memory's words (each column
+    named by the metric that filled it, looked up in `long` for those rows only: they are rare)."""
     memory = [c for c in columns if c in MEMORY_COLUMNS]
     suspect = pl.any_horizontal(pl.col(c) < 0 for c in memory) if memory else pl.lit(False)
     for part in ("memory_used_bytes", "memory_free_bytes"):
         if part in memory and "memory_total_bytes" in memory:
             suspect = suspect | (pl.col(part) > pl.col("memory_total_bytes"))
     flagged = wide.filter(suspect)
+    if flagged.is_empty():
+        return wide, []
+    key = [*GPU_KEY, "ts"]
+    filled_by = (
+        _joinable(flagged.select(key).with_row_index("_row"))
+        .join(_joinable(long.select(*key, "column", "metric")), on=key, how="left")
+        .group_by("_row")
+        .agg("column", "metric")
+        .sort("_row")
+    )
     rejects = []
-    for row in flagged.iter_rows(named=True):
-        names = {n["column"]: n["metric"] for n in row.pop("_names")}
-        reason = impossible_memory(row, names)
+    for row, filled in zip(flagged.iter_rows(named=True), filled_by.iter_rows(named=True), strict=True):
+        reason = impossible_memory(row, dict(zip(filled["column"], filled["metric"], strict=True)))
         rejects.append(Reject(row["line"], reason or "impossible memory", json.dumps(row, default=str)))
-    return wide.filter(~suspect).drop("_names"), rejects
+    return wide.filter(~suspect), rejects
+
+
+def _joinable(frame: pl.DataFrame) -> pl.DataFrame:
+    """The row key with its NULLs as values a label never has (an empty label is no label; no index is negative),
+    so that rows naming no pod or MIG instance join as equal."""
+    return frame.with_columns(
+        *(pl.col(c).fill_null("") for c in GPU_KEY if frame.schema[c] == pl.String),
+        *(pl.col(c).fill_null(-1) for c in GPU_KEY if frame.schema[c] != pl.String),
+    )
 
 
 def _engine_part(one: Series, instance: str | None) -> pl.DataFrame:
     """One engine metric series: a row per sample, with all its labels."""
-
     framework = engine_framework(one.name)
-    # SGLang's first metrics named the model in a `name` label (sgl-project/sglang PR 1853)
-    model = one.labels.get("model_name") or (one.labels.get("name") if framework == "sglang" else None)
     constants = {
         "instance": instance or label(one.labels, HOST_LABELS) or label(one.labels, _POD_LABELS),
         "framework": framework,
-        "model_name": model,
+        "model_name": engine_model(framework, one.labels),
         "metric": one.name,
         "labels": json.dumps(one.labels, sort_keys=True),
         "line": one.line,
     }
-    frame = pl.DataFrame(
-        {
-            "ts": pl.Series("ts", one.ts_ms, pl.Int64).cast(pl.Datetime("ms")),
-            "value": pl.Series("value", one.values, pl.Float64),
-        }
-    )
+    return _samples(one.ts_ms, pl.Series("value", one.values, pl.Float64), constants)
+
+
+def _samples(ts_ms: np.ndarray, values: pl.Series, constants: dict[str, object]) -> pl.DataFrame:
+    """A series' samples (time, value) with what is the same for all of them as columns."""
+    frame = pl.DataFrame({"ts": pl.Series("ts", ts_ms, pl.Int64).cast(pl.Datetime("ms")), "value": values})
     return frame.with_columns(
         pl.lit(value, dtype=_DTYPES.get(name, pl.String)).alias(name) for name, value in constants.items()
     )

@@ -93,7 +93,7 @@ def _prefixed(line: str, number: int) -> Entry | None:
         return Entry(number, parse_moment(stamped.group(1)), stamped.group(2) or "", None, pod, None, container)
     fluent = _FLUENT_STDOUT.match(line)
     if fluent is not None:
-        return entry_of(_ruby_hash(line), number, parse_moment(float(fluent.group(1))))
+        return entry_of(_ruby_hash(line), number, parse_moment(fluent.group(1)))
     if prefix is not None:
         return Entry(number, None, line, None, pod, None, container)
     return None

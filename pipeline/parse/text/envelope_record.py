@@ -10,10 +10,10 @@ import re
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-_EPOCH = datetime(1970, 1, 1)
+from ...units import epoch_to_datetime, parse_timestamp
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,40 +190,37 @@ def _record_time(record: dict[str, Any]) -> datetime | None:
     return stamped[0] if len(stamped) == 1 else None
 
 
-# Epoch numbers by their size: any time a GPU log can carry (2000-2100) is 9.5e8..4.1e9 seconds, a thousand times
-# that in milliseconds, a million in microseconds, a billion in nanoseconds: the ranges do not meet.
-_EPOCH_UNITS = ((1e17, 1e-9), (1e14, 1e-6), (1e11, 1e-3), (0.0, 1.0))
-_ISO = re.compile(r"^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d+))?\s*(Z|[+-]\d\d:?\d\d)?$")
+# A time written as a number: 9 to 19 digits are epoch seconds to nanoseconds of any time a GPU log can carry
+# (2000-2100: 9.5e8 s to 4.1e18 ns); a shorter number is something else (a count, a level).
+_EPOCH_TEXT = re.compile(r"\d{9,19}(?:\.\d+)?")
+
+
+def _epoch_number(text: str) -> int | float:
+    """An epoch written as text, exactly: seconds with a fraction (Fluent Bit's `1692118483.267342676`) as whole
+    microseconds, cut (a float would round the ninth digit into the sixth)."""
+    whole, _, fraction = text.partition(".")
+    if not fraction:
+        return int(whole)
+    if len(whole) <= 10:  # seconds: the fraction's first six digits are the microseconds
+        return int(whole) * 1_000_000 + int(fraction[:6].ljust(6, "0"))
+    return float(text)
 
 
 def parse_moment(value: Any) -> datetime | None:
     """A time as envelopes write it (UTC, naive): an epoch number or numeric string (seconds to nanoseconds, by
-    size), or an ISO 8601 string with any number of fraction digits and an optional zone (none: UTC)."""
+    size: units.epoch_to_datetime), or an ISO 8601 string (none of a zone: UTC); None when it is not one."""
     if isinstance(value, bool) or value is None:
         return None
-    if isinstance(value, str) and re.fullmatch(r"\d{9,19}(?:\.\d+)?", value.strip()):
-        digits = value.strip()
-        if "." not in digits:  # nanoseconds as a string: exact, not through a float
-            number = int(digits)
-            scale = next(s for floor, s in _EPOCH_UNITS if number >= floor)
-            micros = number * round(scale * 1e9) // 1000 if scale < 1 else number * 1_000_000
-            return _EPOCH + timedelta(microseconds=micros) if scale < 1 else _EPOCH + timedelta(seconds=number)
-        value = float(digits)
+    if isinstance(value, str) and _EPOCH_TEXT.fullmatch(value.strip()):
+        value = _epoch_number(value.strip())
     if isinstance(value, int | float):
-        scale = next(s for floor, s in _EPOCH_UNITS if abs(value) >= floor)
-        return _EPOCH + timedelta(microseconds=round(value * scale * 1e6))
-    if not isinstance(value, str):
+        return epoch_to_datetime(value)
+    if not isinstance(value, str) or not re.match(r"\s*\d{4}-\d\d-\d\d", value):
         return None
-    match = _ISO.match(value.strip())
-    if match is None:
+    try:
+        return parse_timestamp(value)
+    except ValueError:
         return None
-    day, clock, fraction, zone = match.groups()
-    moment = datetime.fromisoformat(f"{day}T{clock}").replace(microsecond=int((fraction or "0")[:6].ljust(6, "0")))
-    if zone and zone != "Z":
-        sign = 1 if zone[0] == "+" else -1
-        hours, minutes = int(zone[1:3]), int(zone[-2:])
-        moment -= sign * timedelta(hours=hours, minutes=minutes)
-    return moment
 
 
 def records_in(value: Any) -> Iterator[tuple[dict[str, Any], datetime | None]]:
