@@ -86,8 +86,14 @@ def _series(metric: dict[str, str], pairs: list[Any]) -> Series:
 
 def read_api_answer(text: str) -> tuple[list[Series], list[Reject]]:
     """The series of a file holding an API answer (pretty-printed or not), each at the line its `metric` object
-    starts on; what is not one is a reject saying why (text_series)."""
-    return text_series(text.split("\n"), 1)
+    starts on; what is not one is a reject saying why (text_series), and so is text after it."""
+    found, rejects = text_series(text.split("\n"), 1)
+    if found and not rejects:  # the answer alone: text after it is not read, and is said so
+        tail = text[text.rindex("}") + 1 :].strip()
+        if tail:
+            line = text.count("\n", 0, text.rindex("}")) + 1
+            rejects = [Reject(line, "text after the Prometheus answer, not read", tail[:_RAW_LIMIT])]
+    return found, rejects
 
 
 def _at_line(series: Series, line: int) -> Series:
