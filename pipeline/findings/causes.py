@@ -161,13 +161,29 @@ def _job_of(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.DataFram
         .agg(pl.col("event_id").n_unique().alias("hits"))
         .join(per_instance, on="instance")
         .filter(pl.col("hits") >= JOB_SHARE * pl.col("n"))
-        .sort("hits", descending=True)
+        .join(_evidence_of_own(inside), on="name")
+        .sort(["hits", "own_hits", "all_hits", "name"], descending=[True, True, True, False])
         .unique("instance", keep="first")
     )
     return (
         inside.join(share.select("instance", "name"), on=["instance", "name"])
         .select("event_id", pl.col("name").alias("job"))
         .unique("event_id")
+    )
+
+
+def _evidence_of_own(inside: pl.DataFrame) -> pl.DataFrame:
+    """Per job, fleet-wide: the neighbour OOMs inside its runs (`all_hits`) and those inside no other job's run
+    (`own_hits`). Jobs whose runs overlap hold the same OOMs there; what tells them apart is where one ran
+    alone, so a job seen only beside another loses to the one that also explains OOMs by itself."""
+    jobs_per_event = inside.group_by("event_id").agg(pl.col("name").n_unique().alias("jobs"))
+    return (
+        inside.join(jobs_per_event, on="event_id")
+        .group_by("name")
+        .agg(
+            pl.col("event_id").n_unique().alias("all_hits"),
+            pl.col("event_id").filter(pl.col("jobs") == 1).n_unique().alias("own_hits"),
+        )
     )
 
 

@@ -271,6 +271,32 @@ def test_a_request_well_inside_the_card_on_a_healthy_baseline_is_a_transient_pea
     assert decide(facts).cause == "transient_peak"
 
 
+@pytest.mark.parametrize(("leaking", "cause"), [(True, "leak"), (False, "transient_peak")])
+def test_a_leaking_lifetimes_few_leaked_mib_that_tip_a_request_are_the_leak(leaking, cause):
+    """A lifetime that leaks reports its baseline exactly (a real process that does not leak reports the same
+    allocated bytes after every request: tests/data/h200 serve_mixed, cache_bloat), so 40 MiB above its start
+    are 40 MiB leaked; they are what takes this request past the largest peak served. Where no leak was found,
+    40 MiB is a temporary kept alive, too little to name."""
+    facts = replace(
+        _BLANK,
+        requested=GIB // 2,
+        free=GIB // 4,
+        reserved=12 * GIB,
+        unallocated=0,
+        tokens=8000,
+        batch=1,
+        input_tokens=7900,
+        output_tokens=100,
+        baseline=7 * GIB + 40 * (1 << 20),
+        healthy_baseline=7 * GIB,
+        need=12 * GIB + 20 * (1 << 20),
+        healthy_need=12 * GIB - 20 * (1 << 20),
+        limit=12 * GIB,
+        leaking=leaking,
+    )
+    assert decide(facts).cause == cause
+
+
 def test_a_vllm_pool_is_a_preallocated_pool():
     facts = replace(_BLANK, framework="vllm", requested=GIB, free=0, reserved=70 * GIB, unallocated=0)
     assert decide(facts).cause == "preallocated_pool"

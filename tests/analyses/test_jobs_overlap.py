@@ -25,7 +25,7 @@ import pytest
 from test_jobs import DAYS, START, tiny_fleet
 
 from oomlab.analyses.fleet import jobs, periodicity
-from oomlab.findings import periodic_window, scheduled_job
+from oomlab.findings import causes, periodic_window, scheduled_job
 from oomlab.findings.finding import Finding
 
 GIB = 1 << 30
@@ -233,3 +233,27 @@ def test_shuffled_calendar_rows_give_the_same_findings(request: pytest.FixtureRe
         f.to_json() for f in scheduled_job.findings(original)
     ]
     assert jobs.job_effects(shuffled).equals(jobs.job_effects(original))
+
+
+@pytest.mark.parametrize("shuffle", [None, 35, 36])
+def test_a_neighbour_oom_inside_two_jobs_runs_goes_to_the_job_that_explains_ooms_alone(shuffle) -> None:
+    """Fleet 15525 of `bench/truth.py --seed 15500`: one neighbour OOM on a host fell where a decoy's only run
+    overlapped a causal job's; both jobs hold all (one) of that host's neighbour OOMs. The causal job also
+    explains OOMs where it ran alone (h1 every night); the weekly one never did, so the OOM is the nightly's."""
+    con = nightly_and_weekly(shuffle)
+    monday = START  # a Monday: both jobs run on h2 too that night
+    for name, start, end in ((NIGHTLY, 60, 150), (WEEKLY, 0, 240)):
+        con.execute(
+            "INSERT INTO job_occurrences VALUES (2, 1, ?, ?, ?, ['h2'], 'calendar')",
+            [name, monday + timedelta(minutes=start), monday + timedelta(minutes=end)],
+        )
+    beside = con.sql(
+        "SELECT event_id, instance, ts FROM oom_events WHERE instance = 'h1' AND other_processes IS NOT NULL"
+    ).pl()
+    lone = pl.DataFrame(
+        {"event_id": [10**9], "instance": ["h2"], "ts": [monday + timedelta(minutes=90)]},
+        schema=beside.schema,
+    )
+    owners = causes._job_of(con, pl.concat([beside, lone]))
+    assert owners.filter(pl.col("event_id") == 10**9)["job"].to_list() == [NIGHTLY]
+    assert set(owners["job"]) == {NIGHTLY}

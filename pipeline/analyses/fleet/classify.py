@@ -154,13 +154,21 @@ def _with_lifetimes(events: pl.DataFrame, lives: pl.DataFrame) -> pl.DataFrame:
         "slope_bytes_per_hour",
         "is_leak",
         "is_preallocated_pool",
+        (pl.col("windows") < leaks.MIN_WINDOWS).alias("too_short_to_judge"),
     ).sort("lifetime_start")
     joined = events.sort("ts").join_asof(
         keep, left_on="ts", right_on="lifetime_start", by=["instance", "gpu_index"], check_sortedness=False
     )
     # a message logged LIFETIME_GAP after a lifetime's last request belongs to no lifetime we saw
     late = pl.col("ts") > pl.col("lifetime_end") + LIFETIME_GAP
-    cols = ["lifetime", "baseline_start_bytes", "slope_bytes_per_hour", "is_leak", "is_preallocated_pool"]
+    cols = [
+        "lifetime",
+        "baseline_start_bytes",
+        "slope_bytes_per_hour",
+        "is_leak",
+        "is_preallocated_pool",
+        "too_short_to_judge",
+    ]
     return joined.with_columns(pl.when(late).then(None).otherwise(pl.col(c)).alias(c) for c in cols)
 
 
@@ -183,18 +191,24 @@ def _with_version_lives(events: pl.DataFrame, lives: pl.DataFrame) -> pl.DataFra
         versions, on="model_version", how="left"
     )
     inferred = pl.col("lifetime").is_null() & pl.col("version_start_bytes").is_not_null()
+    # a lifetime of fewer windows than a fit needs (a process restarted minutes after it started) cannot show a
+    # leak itself, yet it runs its version's code: it leaks as the version does, from its own measured start
+    version_verdict = inferred | pl.col("too_short_to_judge").fill_null(False)
     return joined.with_columns(
         inferred.alias("baseline_inferred"),
         pl.when(inferred)
         .then(pl.col("version_start_bytes"))
         .otherwise(pl.col("baseline_start_bytes"))
         .alias("baseline_start_bytes"),
-        pl.when(inferred).then(pl.col("version_leaks").fill_null(False)).otherwise(pl.col("is_leak")).alias("is_leak"),
-        pl.when(inferred)
+        pl.when(version_verdict)
+        .then(pl.col("version_leaks").fill_null(False))
+        .otherwise(pl.col("is_leak"))
+        .alias("is_leak"),
+        pl.when(version_verdict)
         .then(pl.col("version_slope"))
         .otherwise(pl.col("slope_bytes_per_hour"))
         .alias("slope_bytes_per_hour"),
-    ).drop("version_start_bytes", "version_leaks", "version_slope")
+    ).drop("version_start_bytes", "version_leaks", "version_slope", "too_short_to_judge")
 
 
 def _with_needs(events: pl.DataFrame) -> pl.DataFrame:
@@ -202,7 +216,7 @@ def _with_needs(events: pl.DataFrame) -> pl.DataFrame:
     hours = (pl.col("ts") - pl.col("lifetime_start")).dt.total_seconds() / 3600
     # a message without its request row: the lifetime's fitted baseline at that moment
     fitted = pl.col("baseline_start_bytes") + pl.when(pl.col("is_leak")).then(
-        pl.col("slope_bytes_per_hour") * hours
+        pl.col("slope_bytes_per_hour").fill_null(0) * hours
     ).otherwise(0)
     per_request = pl.col("fixed_bytes") + pl.col("bytes_per_token") * pl.col("tokens")
     # with no lifetime of its own, what the message says: PyTorch held `allocated` when the request asked for

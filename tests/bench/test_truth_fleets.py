@@ -1,0 +1,64 @@
+"""Fleets of `bench/truth.py` that once broke, kept as tests: generated, ingested and analysed as the bench does.
+
+Fleet 15525 (from `bench/truth.py --fleets 30 --seed 15500`; shapes kubernetes, units, pid_namespace,
+no_before, overlap, cards) crashes its leaking version on every OOM, so most of its process lifetimes last
+minutes: too few windows to fit a leak of their own. Its one OOM on node-e-1 fell where the decoy
+security-scan's only run overlapped a run of batch-eval, whose process is the neighbour.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import sys
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+
+import truth
+
+from oomlab.analyses.fleet.classify import classify_ooms
+
+SEED = 15525
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, list[dict], Path]:
+    work = tmp_path_factory.mktemp("truth")
+    truths, found, _times = truth.run_fleet(SEED, work)
+    return truths, found, work
+
+
+def test_no_decoy_is_blamed_for_an_oom_a_causal_jobs_neighbour_explains(fleet) -> None:
+    truths, found, _ = fleet
+    assert {d["name"] for d in truths["decoys"]} >= {"security-scan"}
+    scored = truth.score(truths, found)
+    assert scored.blamed == [] and scored.false_positives == []
+    (pressure,) = [f for f in found if f["kind"] == "external_pressure"]
+    assert pressure["subject"] == "job batch-eval" and "node-e-1" in pressure["metrics"]["hosts"]
+
+
+def test_a_leaking_versions_short_lifetimes_fail_by_its_leak_not_by_a_transient_peak(fleet) -> None:
+    """Every planted leak OOM whose request fits on the lifetime's starting baseline is the leak's, however few
+    requests its lifetime served: none is a transient peak. What differs is only a request at the edge of the
+    largest peak served even on the starting baseline, which no log can tell from capacity (the leak contributes)."""
+    _, _, work = fleet
+    planted = pl.read_csv(io.BytesIO(gzip.decompress((work / f"fleet-{SEED}" / "oom_causes.csv.gz").read_bytes())))
+    planted = planted.with_columns(
+        pl.col("ts").str.to_datetime(time_zone="UTC").dt.replace_time_zone(None).dt.cast_time_unit("us")
+    ).unique(["instance", "ts"])
+    con = duckdb.connect(str(work / f"fleet-{SEED}.duckdb"), read_only=True)
+    classified = classify_ooms(con).join(
+        planted.select("instance", "ts", "cause"), on=["instance", "ts"], suffix="_planted"
+    )
+    leak = classified.filter(pl.col("cause_planted") == "leak")
+    assert leak.height == 46
+    other = leak.filter(pl.col("cause") != "leak")
+    assert other.filter(pl.col("cause") != "capacity").is_empty(), other.select("ts", "cause", "rule")
+    assert other["contributing"].list.contains("leak").all()
