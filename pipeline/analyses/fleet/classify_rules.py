@@ -113,6 +113,13 @@ class OomFacts:
             return False
         return need > self.device_total - CONTEXT_ALLOWANCE_BYTES
 
+    def limit_without(self, other: int) -> bool:
+        """Was the largest peak served (`limit`) served without a neighbour of `other` bytes? It was when the two
+        cannot stand on the card together: then it says what the card holds, not what the neighbour left."""
+        if self.limit is None or self.device_total is None:
+            return False
+        return self.limit + other > self.device_total
+
     def at_edge(self, need: int | None) -> bool:
         """Does `need` reach the largest peak the card has served?"""
         if need is None or self.limit is None:
@@ -185,9 +192,10 @@ def dominant_neighbour(f: OomFacts) -> Verdict | None:
     own = f.in_use if f.in_use is not None or not f.other_unnamed else f.reserved
     if not f.other or own is None or f.other < own:
         return None
-    if f.beyond_card(f.healthy_need):
-        # the request needs more than the whole card holds even on a healthy baseline: without the neighbour it
-        # fails all the same, so the card's size is the cause and the neighbour a factor (`counterfactual`)
+    if f.beyond_card(f.healthy_need) or (f.at_edge(f.healthy_need) and f.limit_without(f.other)):
+        # the request needs more than the whole card holds even on a healthy baseline, or more than the card was
+        # seen to serve with this neighbour away: without it it fails all the same, so the card's size is the
+        # cause and the neighbour a factor (`counterfactual`)
         return None
     also = ("capacity",) if f.at_edge(f.healthy_need) else ()
     tail = (
