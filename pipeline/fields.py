@@ -10,24 +10,25 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .errors import OomlabError, UsageError
-from .units import FIELD_UNIT_NAMES, FIELD_UNITS, field_unit_bytes
+from .units import FIELD_UNIT_NAMES, FIELD_UNITS, TIME_UNIT_NAMES, TIME_UNITS, field_unit_bytes
 
 
 @dataclass(frozen=True, slots=True)
 class Field:
     """One canonical column: `kind` picks its conversion; `aliases` are other names logs use for it; `units`
-    the unit a mapping states for one of them (its loose name, bytes per unit), for byte fields."""
+    the unit a mapping states for one of them (its loose name, and bytes per unit for a byte field, microseconds
+    per unit for the time)."""
 
     name: str
     kind: str  # ts | text | int | float | bytes
     aliases: tuple[str, ...] = ()
-    units: tuple[tuple[str, int], ...] = ()
+    units: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Mapped:
-    """One entry of a user's mapping: the log's name for a field and, for a byte field, the unit its bare numbers
-    are in (`MiB`), None when the mapping does not say."""
+    """One entry of a user's mapping: the log's name for a field and, for a byte field or the time, the unit its
+    bare numbers are in (`MiB`, `ms`), None when the mapping does not say."""
 
     column: str
     unit: str | None = None
@@ -153,19 +154,46 @@ def _mapped_field(field: Field, entry: Mapped) -> Field:
     if entry.unit is None:
         return mapped
     _check_unit(field.name, entry.unit, f"{field.name}={entry.column}")
-    unit = (normalise_name(entry.column), field_unit_bytes(entry.unit))
+    unit = (normalise_name(entry.column), _per_unit(field.name, entry.unit))
     return replace(mapped, units=(unit, *field.units))
 
 
+# Fields whose numbers are times, and the microseconds one of their own numbers stands for: the time itself
+# (microseconds, as oomlab_ts_number reads it) and the latency (milliseconds, its name says so).
+TIMED_FIELDS: dict[str, float] = {"ts": 1.0, "latency_ms": 1e3}
+
+
+def _per_unit(canonical: str, unit: str) -> float:
+    """What one of a mapped column's numbers stands for in the field's own unit: microseconds for the time,
+    milliseconds for the latency, bytes for a byte field."""
+    if canonical in TIMED_FIELDS:
+        return TIME_UNITS[unit.strip().lower()] / TIMED_FIELDS[canonical]
+    return field_unit_bytes(unit)
+
+
+def _takes_unit(canonical: str) -> bool:
+    """Whether a field takes a unit: byte fields and the times."""
+    return canonical in TIMED_FIELDS or _kind(canonical) == "bytes"
+
+
 def _check_unit(canonical: str, unit: str, where: str, hint: str | None = None) -> None:
-    """A UsageError naming `where` when `unit` is no unit, or the field takes none (only byte fields have one)."""
+    """A UsageError naming `where` when `unit` is no unit of the field's kind, or the field takes none (only byte
+    fields and the times have one)."""
+    if canonical in TIMED_FIELDS:
+        if unit.strip().lower() not in TIME_UNITS:
+            raise UsageError(f"{where}: unknown time unit {unit!r} (units: {TIME_UNIT_NAMES})", hint=hint)
+        return
+    kind = _kind(canonical)
     try:
         field_unit_bytes(unit)
     except ValueError as exc:
         raise UsageError(f"{where}: {exc}", hint=hint) from None
-    if _kind(canonical) != "bytes":
+    if kind != "bytes":
         byte_fields = ", ".join(f.name for f in FIELDS if f.kind == "bytes")
-        raise UsageError(f"{where}: {canonical} is not a byte field, it takes no unit (byte fields: {byte_fields})")
+        raise UsageError(
+            f"{where}: {canonical} takes no unit (byte fields: {byte_fields}; {' and '.join(TIMED_FIELDS)} take "
+            f"{TIME_UNIT_NAMES})"
+        )
 
 
 def _kind(canonical: str) -> str:
@@ -186,8 +214,8 @@ def parse_map_options(pairs: tuple[str, ...]) -> dict[str, Mapped]:
                 hint="e.g. --map instance=pod_name, or --map allocated_after=gpu_mem_mib:MiB",
             )
         column, colon, unit = theirs.rpartition(":") if ":" in theirs else (theirs, "", "")
-        if colon and _kind(canonical.strip()) != "bytes" and unit.strip().lower() not in FIELD_UNITS:
-            column, colon, unit = theirs, "", ""  # only byte fields take a unit: the colon is part of the name
+        if colon and not _takes_unit(canonical.strip()) and unit.strip().lower() not in FIELD_UNITS:
+            column, colon, unit = theirs, "", ""  # only byte fields and times take a unit: the colon is the name's
         if colon:
             _check_unit(canonical.strip(), unit, f"--map {pair!r}", "a name with a colon is mapped in a --mapping file")
         if not column.strip():
@@ -279,11 +307,14 @@ def _suffixed_by_base(available: list[str], by_loose: dict[str, str], taken: set
     return by_base
 
 
-def column_unit(field: Field, column: str) -> int:
+def column_unit(field: Field, column: str) -> float:
     """Bytes per unit of the bare numbers a byte field reads from `column`: the unit the mapping states for it, else
-    the unit its name ends in (`_mib`), else 1. A value with a unit of its own (`14.23 GiB`) keeps that one."""
+    the unit its name ends in (`_mib`), else 1. A value with a unit of its own (`14.23 GiB`) keeps that one. For the
+    time, the microseconds per unit the mapping states, else 0 (not stated: told by the numbers' size)."""
+    if field.name == "ts":
+        return dict(field.units).get(normalise_name(column), 0)
     if field.kind != "bytes":
-        return 1
+        return dict(field.units).get(normalise_name(column), 1)  # the latency's, in milliseconds per unit
     loose = normalise_name(column)
     stated = dict(field.units).get(loose)
     if stated is not None:

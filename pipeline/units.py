@@ -49,6 +49,10 @@ FIELD_UNITS: dict[str, int] = {
     "tib": TIB,
 }
 FIELD_UNIT_NAMES = "B, KB/KiB, MB/MiB, GB/GiB, TB/TiB; binary, MB = MiB"
+# The units a time field's numbers may be stated in (`--map ts=timestamp:ms`), as microseconds per unit: an
+# offset from the log's start (a trace replayed from 0) says its unit nowhere else.
+TIME_UNITS: dict[str, float] = {"s": 1e6, "ms": 1e3, "us": 1.0, "ns": 1e-3}
+TIME_UNIT_NAMES = "s, ms, us, ns"
 
 
 def field_unit_bytes(unit: str) -> int:

@@ -98,7 +98,8 @@ def _parse_tags(pairs: tuple[str, ...]) -> dict[str, str]:
     multiple=True,
     metavar="CANONICAL=THEIRS[:UNIT]",
     help="Field name mapping, repeatable; a byte field may give the unit of its numbers: "
-    "allocated_after=gpu_mem_mib:MiB (B, KB/KiB, MB/MiB, GB/GiB, TB/TiB; binary, MB = MiB).",
+    "allocated_after=gpu_mem_mib:MiB (B, KB/KiB, MB/MiB, GB/GiB, TB/TiB; binary, MB = MiB), and so may the time "
+    "and the latency: ts=timestamp:ms, latency_ms=e2e_latency_s:s (s, ms, us, ns).",
 )
 @click.option(
     "--mapping",
@@ -110,8 +111,9 @@ def _parse_tags(pairs: tuple[str, ...]) -> dict[str, str]:
     "--at",
     metavar="TIME",
     help="When inputs without a time of their own were taken (memory_summary / memory_stats printouts, an "
-    "nvidia-smi -q report, a metrics scrape without timestamps), ISO 8601 (read in --tz); without it they are "
-    "stored with no time.",
+    "nvidia-smi -q report, a metrics scrape without timestamps, a request log that states no time), or when a "
+    "trace whose times count from its start (0.0, 4.31, ...) started; ISO 8601 (read in --tz). Without it "
+    "printouts are stored with no time and such request rows are rejects.",
 )
 @click.option(
     "--columns",

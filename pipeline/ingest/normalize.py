@@ -9,10 +9,12 @@ row whose values no device can have (`oomlab_request_possible`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from ..fields import FIELDS, LIFETIME_COLUMNS, Field, column_unit, normalise_name, resolve_columns
 from ..load.sql import bind
 from ..parse.structured import Stage
+from ..units import TIME_UNITS
 from .plausible import IMPLAUSIBLE_TIME
 
 _NUMERIC = (
@@ -78,14 +80,18 @@ def field_source(source: str, duck_type: str) -> tuple[str, str]:
     return _as_text_sql(source, duck_type), "VARCHAR"
 
 
-def convert_sql(kind: str, source: str, duck_type: str, per_unit: int = 1) -> str:
+def convert_sql(kind: str, source: str, duck_type: str, per_unit: float = 1, anchored: bool = False) -> str:
     """SQL converting `source` (of DuckDB type `duck_type`, after `field_source`) to the canonical kind;
     NULL where the value does not convert (`_unreadable_sql` gives its reason). `per_unit`: the bytes one of a
-    byte field's bare numbers stands for (`fields.column_unit`)."""
+    byte field's bare numbers stands for, the microseconds one of the time's does (0 when not stated) or the
+    milliseconds one of the latency's does (`fields.column_unit`). `anchored`: --at says when the log started, so
+    a time from its start is read after it."""
     if kind == "bytes" and per_unit != 1:
-        return _scaled_bytes_sql(source, duck_type, per_unit)
+        return _scaled_bytes_sql(source, duck_type, int(per_unit))
     if kind == "ts":
-        return _ts_sql(source, duck_type)
+        return _ts_sql(source, duck_type, per_unit, anchored)
+    if kind == "float" and per_unit != 1:  # a latency in seconds (`--map latency_ms=e2e_latency_s:s`)
+        return f"({convert_sql(kind, source, duck_type)}) * {float(per_unit)!r}"
     if _is_integer(duck_type) and kind in ("int", "bytes"):
         return f"try_cast({source} AS BIGINT)"
     if _is_numeric(duck_type) and kind in _NUMERIC_CASTS:
@@ -106,7 +112,22 @@ def _scaled_bytes_sql(source: str, duck_type: str, per_unit: int) -> str:
     return f"oomlab_bytes_in({source}, {int(per_unit)})"
 
 
-def _ts_sql(source: str, duck_type: str) -> str:
+# --at as a typed parameter: DuckDB cannot type a NULL one from its use in arithmetic.
+AT_SQL = "CAST($at AS TIMESTAMP)"
+
+
+def _ts_sql(source: str, duck_type: str, per_unit: float = 0, anchored: bool = False) -> str:
+    """A time from a typed time, a number or text. A number is read by oomlab_ts_number when its unit is stated or
+    --at anchors the log (an offset from the log's start is then a moment); else as before, by its size alone."""
+    if (anchored or per_unit) and not duck_type.startswith(("TIMESTAMP", "DATE")):
+        unit = repr(float(per_unit))
+        if _is_numeric(duck_type):
+            return f"oomlab_ts_number(CAST({source} AS DOUBLE), {AT_SQL}, {unit})"
+        number = f"try_cast({source} AS DOUBLE)"
+        return (
+            f"CASE WHEN {number} IS NOT NULL THEN oomlab_ts_number({number}, {AT_SQL}, {unit}) "
+            f"ELSE oomlab_ts_text(CAST({source} AS VARCHAR), $tz) END"
+        )
     if duck_type == "TIMESTAMP WITH TIME ZONE":
         # Its UTC instant, naive: the stored microseconds taken as they are. A CAST converts through the
         # session's time zone (UTC, load.connect) with ICU's calendar, 10x slower per row (0.12 s of a 2M-row
@@ -121,20 +142,35 @@ def _ts_sql(source: str, duck_type: str) -> str:
     return f"oomlab_ts_text(CAST({source} AS VARCHAR), $tz)"
 
 
-def _check_sql(field: Field, source: str, duck_type: str, converted: str, per_unit: int = 1) -> str:
+def _check_sql(field: Field, source: str, duck_type: str, converted: str, per_unit: float = 1) -> str:
     """A reject reason when a present value does not convert or, for a time, when it is no time a GPU log can
-    carry; else NULL."""
+    carry (a number that is a time from the log's start says so, and how to place it); else NULL."""
     unreadable = _unreadable_sql(field, source, duck_type, converted, per_unit)
     if field.kind != "ts":
         return unreadable
-    implausible = (
-        f"CASE WHEN {converted} < TS_EARLIEST() OR {converted} >= TS_LATEST() "
-        f"THEN '{field.name}: ' || strftime({converted}, '%Y-%m-%d %H:%M:%S') || ' {IMPLAUSIBLE_TIME}' END"
-    )
+    implausible = f"'{field.name}: ' || strftime({converted}, '%Y-%m-%d %H:%M:%S') || ' {IMPLAUSIBLE_TIME}'"
+    relative = _relative_sql(source, duck_type, per_unit)
+    if relative is not None:
+        unit = next((k for k, v in TIME_UNITS.items() if v == per_unit), "s")
+        implausible = (
+            f"CASE WHEN {relative} THEN '{field.name}: ' || left(CAST({source} AS VARCHAR), 60) || "
+            f"' is a time from the log''s start ({unit}), not a moment: pass --at with when it started' "
+            f"ELSE {implausible} END"
+        )
+    implausible = f"CASE WHEN {converted} < TS_EARLIEST() OR {converted} >= TS_LATEST() THEN {implausible} END"
     return implausible if unreadable == "NULL" else f"coalesce({unreadable}, {implausible})"
 
 
-def _converts_always(kind: str, duck_type: str, per_unit: int = 1) -> bool:
+def _relative_sql(source: str, duck_type: str, per_unit: float) -> str | None:
+    """Whether a row's time is a number no moment is written as (oomlab_ts_relative): a time from the log's start.
+    None for a typed time, which is always a moment."""
+    if duck_type.startswith(("TIMESTAMP", "DATE")):
+        return None
+    number = f"CAST({source} AS DOUBLE)" if _is_numeric(duck_type) else f"try_cast({source} AS DOUBLE)"
+    return f"coalesce(oomlab_ts_relative({number}, {float(per_unit)!r}), false)"
+
+
+def _converts_always(kind: str, duck_type: str, per_unit: float = 1) -> bool:
     """Conversions that cannot fail: text, times the reader typed, integers within BIGINT. A byte field in a unit
     can fail (its numbers are multiplied, and a large one leaves BIGINT), and so can a float (NaN, infinity)."""
     if kind == "bytes" and per_unit != 1:
@@ -145,7 +181,7 @@ def _converts_always(kind: str, duck_type: str, per_unit: int = 1) -> bool:
     return duck_type.startswith(_WITHIN_BIGINT) and kind in ("int", "bytes", "float")
 
 
-def _unreadable_sql(field: Field, source: str, duck_type: str, converted: str, per_unit: int = 1) -> str:
+def _unreadable_sql(field: Field, source: str, duck_type: str, converted: str, per_unit: float = 1) -> str:
     """A reject reason when a present value does not convert, else NULL."""
     if _converts_always(field.kind, duck_type, per_unit):
         return "NULL"
@@ -172,15 +208,18 @@ class Staged:
     params: dict[str, object]
     mapping: dict[str, list[str]]  # canonical field -> source columns it is read from
     values: dict[str, str]  # canonical field -> SQL of its converted value over the stage (as `sql` selects it)
+    # with --at: whether a row's time was placed by it (a time from the log's start, or no time at all), over the
+    # stage; None without --at
+    anchored: str | None = None
 
 
-def _field_sql(stage: Stage, field: Field, columns: list[str]) -> tuple[str, list[str]]:
+def _field_sql(stage: Stage, field: Field, columns: list[str], anchored: bool = False) -> tuple[str, list[str]]:
     """The converted value of a field (first non-NULL of its columns) and the checks of each column."""
     converted, checks = [], []
     for column in columns:
         source, duck_type = field_source(stage.column_sql(column), stage.columns[column])
         per_unit = column_unit(field, column)
-        value = convert_sql(field.kind, source, duck_type, per_unit)
+        value = convert_sql(field.kind, source, duck_type, per_unit, anchored)
         converted.append(value)
         checks.append(_check_sql(field, source, duck_type, value, per_unit))
     value = converted[0] if len(converted) == 1 else f"coalesce({', '.join(converted)})"
@@ -193,6 +232,16 @@ def _missing_ts_sql(stage: Stage, columns: list[str]) -> str:
     if not absent:
         return "'missing timestamp'"
     return f"CASE WHEN {' AND '.join(absent)} THEN 'missing timestamp' END"
+
+
+def _anchored_sql(stage: Stage, columns: list[str], fields: tuple[Field, ...]) -> str:
+    """With --at, whether a row's time was placed by it: every row of a log without a time column, else a row
+    whose first time column holds a time from the log's start."""
+    if not columns:
+        return "true"
+    source, duck_type = field_source(stage.column_sql(columns[0]), stage.columns[columns[0]])
+    field = next(f for f in fields if f.name == "ts")
+    return _relative_sql(source, duck_type, column_unit(field, columns[0])) or "false"
 
 
 def _absent_sql(source: str, duck_type: str) -> str:
@@ -230,19 +279,28 @@ def _possible_sql(values: dict[str, str]) -> str:
     return f"oomlab_request_possible({', '.join(values.get(name, 'NULL') for name in PHYSICAL_ARGS)})"
 
 
-def staged_select(stage: Stage, fields: tuple[Field, ...] = FIELDS, tz: str | None = None) -> Staged:
-    """The normalizing SELECT for a stage; `raw` is built only for rejected rows."""
+def staged_select(
+    stage: Stage, fields: tuple[Field, ...] = FIELDS, tz: str | None = None, at: datetime | None = None
+) -> Staged:
+    """The normalizing SELECT for a stage; `raw` is built only for rejected rows. `at` (--at): when the log
+    started, for times written from its start, and the time of every row of a log that states none."""
     mapping = resolve_columns(list(stage.columns), fields)
     selects, checks = [], []
     values: dict[str, str] = {}
+    timeless = at is not None and "ts" not in mapping
     for field in fields:
+        if field.name == "ts" and timeless:
+            values["ts"] = AT_SQL  # a log that states no time: every row was taken when --at says
+            selects.append(f"{AT_SQL} AS ts")
+            continue
         if field.name not in mapping:
             selects.append(f"NULL AS {field.name}")
             continue
-        values[field.name], field_checks = _field_sql(stage, field, mapping[field.name])
+        values[field.name], field_checks = _field_sql(stage, field, mapping[field.name], at is not None)
         selects.append(f"{values[field.name]} AS {field.name}")
         checks.extend(field_checks)
-    checks.append(_missing_ts_sql(stage, mapping.get("ts", [])))
+    if not timeless:
+        checks.append(_missing_ts_sql(stage, mapping.get("ts", [])))
     # A row the stage could not read at all (bad JSON) gets only that reason.
     reason = f"coalesce({stage.guard}, nullif(concat_ws('; ', {', '.join(checks)}), ''))"
     possible = _possible_sql(values)
@@ -255,5 +313,6 @@ def staged_select(stage: Stage, fields: tuple[Field, ...] = FIELDS, tz: str | No
         f"CASE WHEN {reason} IS NOT NULL OR NOT {possible} THEN CAST({stage.raw} AS VARCHAR) END AS raw "
         f"FROM {stage.relation}"
     )
-    params = {**stage.params, "tz": tz}
-    return Staged(sql, bind(sql, params), mapping, values)
+    params = {**stage.params, "tz": tz, "at": at}
+    anchored = None if at is None else _anchored_sql(stage, mapping.get("ts", []), fields)
+    return Staged(sql, bind(sql, params), mapping, values, anchored)

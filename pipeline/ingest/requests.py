@@ -32,7 +32,7 @@ _STAGED_VIEW = "ingest_staged"  # the normalized rows, as sql/ingest/insert_requ
 
 def load_job(job: LoadJob) -> tuple[int, int]:
     """A request log's loader (parse/formats.py): JSON Lines, a JSON array, CSV or Parquet."""
-    return ingest_structured(job.con, job.path, job.kind, job.source_id, job.options, job.facts, job.robust)
+    return ingest_structured(job.con, job.path, job.kind, job.source_id, job.options, job.facts, job.robust, job.notes)
 
 
 def ingest_structured(
@@ -43,8 +43,10 @@ def ingest_structured(
     options: IngestOptions,
     facts: Future[FileFacts],
     robust: bool = False,
+    notes: list[str] | None = None,
 ) -> tuple[int, int]:
-    """Load one JSONL / JSON / CSV / Parquet request log; returns (rows, rejects).
+    """Load one JSONL / JSON / CSV / Parquet request log; returns (rows, rejects). What the file's `sources` row
+    should say of it (times placed by --at) is appended to `notes`.
 
     The fast path lets DuckDB's typed reader load the file; `robust` reads it line by line so that each
     bad line becomes a reject (and lines that are not UTF-8 do not stop the rest).
@@ -55,7 +57,7 @@ def ingest_structured(
     try:
         if kind == formats.JSON_ARRAY:
             path, kind = structured.json_array_to_lines(path, work), formats.JSONL
-        rows, rejects = _load_rows(con, path, kind, labels, options, facts, work, robust)
+        rows, rejects = _load_rows(con, path, kind, labels, options, facts, work, robust, notes)
         _insert_structured_ooms(con, labels)
         insert_request_settings(con, source_id)  # beside the requests, not counted as rows of their own
         return rows, rejects
@@ -74,26 +76,50 @@ def _load_rows(
     facts: Future[FileFacts],
     work: structured.Workspace,
     robust: bool,
+    notes: list[str] | None = None,
 ) -> tuple[int, int]:
     """Rows and rejects loaded by the fast or the line-by-line reader."""
     readable, compression = structured.readable_by_duckdb(path, work)
     fast_reader, robust_stage = _readers(kind, readable, compression, work)
     if not robust:
         try:
-            return _load_fast(con, fast_reader, labels, options, facts, kind)
+            return _load_fast(con, fast_reader, labels, options, facts, kind, notes)
         except duckdb.Error as exc:
             if robust_stage is None:
                 raise _read_error(path, kind, exc) from exc
             raise FastPathRefused from exc
     try:
         stage = robust_stage(con)
-        staged = staged_select(stage, options.fields, options.tz)
+        staged = staged_select(stage, options.fields, options.tz, options.at)
         check_byte_units(con, stage, staged, options.fields)
+        _note_anchored(con, stage, staged, options, notes)
         rows = _insert(con, "insert_requests", staged, labels)
         rejects = _insert(con, "insert_stage_rejects", staged, labels)
     except duckdb.Error as exc:
         raise _read_error(path, kind, exc) from exc
     return rows, rejects + load.insert_rejects(con, int(labels["source_id"]), stage.rejects)  # type: ignore
+
+
+def _note_anchored(
+    con: duckdb.DuckDBPyConnection,
+    stage: structured.Stage,
+    staged: Staged,
+    options: IngestOptions,
+    notes: list[str] | None,
+) -> None:
+    """Say in the file's `sources` note how many rows --at placed: times from the log's start read after it, or
+    a log with no time at all taken at it (one count over the stage, only with --at)."""
+    if staged.anchored is None or options.at is None or notes is None:
+        return
+    sql = f"SELECT count(*) FROM {stage.relation} WHERE {staged.anchored}"
+    placed = load.scalar(con, sql, bind(sql, stage.params))
+    if not placed:
+        return
+    at = options.at.isoformat(sep=" ")
+    if "ts" not in staged.mapping:
+        notes.append(f"the log states no time: its {placed:,} rows are placed at --at {at} UTC")
+    else:
+        notes.append(f"{placed:,} times are from the log's start, read after --at {at} UTC")
 
 
 def _read_error(path: Path, kind: str, exc: duckdb.Error) -> InputError:
@@ -112,6 +138,7 @@ def _load_fast(
     options: IngestOptions,
     facts: Future[FileFacts],
     kind: str,
+    notes: list[str] | None = None,
 ) -> tuple[int, int]:
     """Copy the file's records, as the reader types them, into a temporary table in file order; then normalize
     and load them, numbered by that order."""
@@ -127,10 +154,13 @@ def _load_fast(
         line="rowid - $row_base + $first_line",
         params={"row_base": row_base, "first_line": reader.first_line},
     )
-    staged = staged_select(stage, options.fields, options.tz)
+    staged = staged_select(stage, options.fields, options.tz, options.at)
     if "ts" not in staged.mapping:
-        raise FastPathRefused  # the reader saw no timestamp column (e.g. lines that are not all objects)
+        # the reader saw no timestamp column (e.g. lines that are not all objects; with --at, the line reader
+        # tells such lines from a log that states no time)
+        raise FastPathRefused
     check_byte_units(con, stage, staged, options.fields)  # before any row loads: a misread file loads none
+    _note_anchored(con, stage, staged, options, notes)
     rows = _insert(con, "insert_requests", staged, labels)
     rejects = _insert(con, "insert_stage_rejects", staged, labels) if rows < total else 0
     con.execute(f"DROP TABLE {_STAGE_TABLE}")

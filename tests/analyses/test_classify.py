@@ -297,6 +297,38 @@ def test_a_leaking_lifetimes_few_leaked_mib_that_tip_a_request_are_the_leak(leak
     assert decide(facts).cause == cause
 
 
+@pytest.mark.parametrize(("limit_gib", "cause"), [(11.4, "capacity"), (7.2, "external_pressure")])
+def test_a_dominant_neighbour_is_a_factor_where_the_card_served_more_without_it(limit_gib, cause):
+    """Fleet 33311 of `bench/truth.py --seed 33300`: a 7.39 GiB neighbour beside a service holding 7.28 GiB of a
+    14.75 GiB card, and a request needing 11.87 GiB on the healthy baseline. A largest peak of 11.4 GiB cannot have
+    been served beside that neighbour: it is what the card holds, and the request is above it (capacity, the
+    neighbour a factor). A largest peak of 7.2 GiB fits beside it: it says what the neighbour left."""
+    gib = lambda v: int(v * GIB)  # noqa: E731
+    facts = replace(
+        _BLANK,
+        requested=gib(0.42),
+        free=gib(0.08),
+        reserved=gib(6.46),
+        unallocated=gib(0.2),
+        in_use=gib(7.28),
+        other=gib(7.39),
+        other_pids=(3283,),
+        device_total=gib(14.75),
+        tokens=59784,
+        batch=8,
+        input_tokens=6849,
+        output_tokens=624,
+        baseline=gib(0.87),
+        healthy_baseline=gib(0.87),
+        need=gib(11.87),
+        healthy_need=gib(11.87),
+        limit=gib(limit_gib),
+    )
+    verdict = decide(facts)
+    assert verdict.cause == cause
+    assert ("external_pressure" in verdict.contributing) == (cause == "capacity")
+
+
 def test_a_vllm_pool_is_a_preallocated_pool():
     facts = replace(_BLANK, framework="vllm", requested=GIB, free=0, reserved=70 * GIB, unallocated=0)
     assert decide(facts).cause == "preallocated_pool"

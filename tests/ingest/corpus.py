@@ -4,7 +4,7 @@
 A case is a folder `<family>/<NNN>_<slug>/` with one `artifact.*` and a `case.json` whose `expect` maps a
 table (requests, oom_events, gpu_samples, gpu_process_samples, allocator_stats, engine_memory, engine_samples) to the
 rows it must hold, in order, each with the columns the artifact states. `ingest_case` loads one artifact
-into its own database (with the options its case.json `ingest` names: instance, tz, columns) and
+into its own database (with the options its case.json `ingest` names: instance, tz, columns, map, at) and
 `check_case` lists what differs (empty: the case lands with the right facts).
 Used by tests/ingest/test_realworld_corpus.py and bench/corpus.py.
 """
@@ -68,12 +68,21 @@ def ingest_case(case: Case, db: Path) -> duckdb.DuckDBPyConnection:
     connection to it."""
     from oomlab import api
     from oomlab.config import IngestOptions
+    from oomlab.fields import parse_map_options, with_mapping
 
     options = case.spec.get("ingest") or {}
     columns = tuple(options.get("columns") or ())
-    api.ingest(
-        db, [str(case.artifact)], IngestOptions(instance=options.get("instance"), tz=options.get("tz"), columns=columns)
+    # --map options as a user writes them (`ts=timestamp:ms`), and --at (naive UTC)
+    maps = tuple(f"{canonical}={theirs}" for canonical, theirs in (options.get("map") or {}).items())
+    at = datetime.fromisoformat(options["at"]) if options.get("at") else None
+    chosen = IngestOptions(
+        instance=options.get("instance"),
+        tz=options.get("tz"),
+        columns=columns,
+        fields=with_mapping(parse_map_options(maps)),
+        at=at,
     )
+    api.ingest(db, [str(case.artifact)], chosen)
     return duckdb.connect(str(db), read_only=True)
 
 

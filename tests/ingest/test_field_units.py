@@ -190,7 +190,8 @@ def test_fractional_sizes_round_to_whole_bytes(tmp_path):
     [
         (("--map", "allocated_after=gpu_mem:XB"), "--map 'allocated_after=gpu_mem:XB': unknown unit 'XB' (units: B,"),
         (("--map", "allocated_after=gpu_mem:"), "--map 'allocated_after=gpu_mem:': unknown unit ''"),
-        (("--map", "latency_ms=lat:MiB"), "--map 'latency_ms=lat:MiB': latency_ms is not a byte field"),
+        (("--map", "latency_ms=lat:MiB"), "--map 'latency_ms=lat:MiB': unknown time unit 'MiB' (units: s, ms, us, ns)"),
+        (("--map", "batch_size=bs:MiB"), "--map 'batch_size=bs:MiB': batch_size takes no unit (byte fields:"),
     ],
 )
 def test_a_bad_unit_is_a_one_line_usage_error(db, run_cli, option, message):
