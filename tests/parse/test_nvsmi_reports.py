@@ -305,3 +305,19 @@ def test_a_mig_cards_query_report() -> None:
     ]
     (process,) = _rows(items, PROCESS_SAMPLES)
     assert (process["pid"], process["mig_instance_id"], process["used_bytes"]) == (21180, 2, 2296 * MIB)
+
+
+def test_one_gpus_section_pasted_without_the_report_banner(tmp_path) -> None:
+    """Derived from pasted_tables/016 (nomad-device-nvidia#87): its second fence, a GH200's `-q` section with no
+    `NVSMI LOG` banner, saved alone. The section's title (`GPU` and the PCI bus id) over an indented line of it
+    says what it is; the GPU is read with no time and no index (the report's GPU count is not there)."""
+    (artifact,) = (CORPUS / "pasted_tables").glob("016_*/artifact.*")
+    lines = artifact.read_text().splitlines()
+    start = lines.index("GPU 00000000:DD:00.0")
+    section = lines[start : lines.index("```", start)]
+    path = tmp_path / "gh200-q.txt"
+    path.write_text("\n".join(section) + "\n")
+    assert detect_kind(path) == "nvsmi_query"
+    (gpu,) = _rows(list(read_nvsmi_query(section, None)), GPU_SAMPLES)
+    assert gpu["gpu_bus_id"] == "00000000:DD:00.0" and gpu["gpu_name"] == "NVIDIA GH200 480GB"
+    assert gpu["ts"] is None and gpu["gpu_index"] is None

@@ -20,7 +20,7 @@ from typing import Protocol
 from ...records import Reject
 from .dmon import NVSMI_DMON, dmon_kind, read_dmon
 from .nvsmi import NVSMI_APPS, NVSMI_GPU, header_fields, headerless_kind, nvsmi_kind, read_nvsmi_lines, telemetry_rows
-from .nvsmi_query import read_nvsmi_query, report_line, starts_query
+from .nvsmi_query import read_nvsmi_query, report_line, starts_query_block
 from .nvsmi_table import TABLE_HEADER, read_nvsmi_table, table_line
 from .prom import exposition_line, read_samples, starts_exposition
 from .rocm import looks_like_rocm_smi, read_rocm_smi, rocm_end
@@ -306,7 +306,11 @@ TABLE_BLOCK = BlockFormat(
     _starts_table, table_line, _read_with(read_nvsmi_table, zoned=True), (b"NVIDIA-SMI", b"| Processes:")
 )
 QUERY_BLOCK = BlockFormat(
-    lambda lines, _: starts_query(lines[0]), report_line, _read_with(read_nvsmi_query, True), (b"NVSMI LOG",)
+    # a report's banner, or a GPU's section pasted without it: its title names the bus id (domains 0000xxxx)
+    lambda lines, _: starts_query_block(lines),
+    report_line,
+    _read_with(read_nvsmi_query, True),
+    (b"NVSMI LOG", b"GPU 0000"),
 )
 ROCM_BLOCK = BlockFormat(
     # its banner, after whatever the lines carry before it (a job log's `host out: `); never after a comment's

@@ -26,7 +26,7 @@ and its `(Shared) FB Memory Usage`. Values the driver does not have
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 
@@ -50,6 +50,8 @@ _LOG = re.compile(r"^=+\s*NVSMI LOG\s*=+$")
 _KEY_VALUE = re.compile(r"^(\s*)(\S.*?)\s+:\s?(.*?)\s*$")
 _TITLE = re.compile(r"^(\s*)(\S.*?)\s*$")
 _GPU = re.compile(r"^GPU\s+(\S+)$", re.IGNORECASE)
+# A GPU's section title as -q writes it: its PCI bus id, domain:bus:device.function
+_SECTION = re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$")
 
 # (section path below the GPU, key) -> (column, how to read it); the first of several keys for one column wins.
 _GPU_KEYS: dict[tuple[tuple[str, ...], str], tuple[str, str]] = {
@@ -95,13 +97,23 @@ def starts_query(line: str) -> bool:
     return _LOG.match(line.strip()) is not None
 
 
+def starts_query_block(lines: Sequence[str]) -> bool:
+    """A -q report's banner, or one GPU's section pasted without it (a trimmed report): `GPU 00000000:DD:00.0`, the
+    title -q gives each GPU (its PCI bus id), over an indented line of its section (`    Product Name : ...`,
+    or `    FB Memory Usage` under `-d MEMORY`)."""
+    if starts_query(lines[0]):
+        return True
+    below = next((line for line in lines[1:] if line.strip()), "")
+    return _SECTION.match(lines[0].rstrip()) is not None and below[:1].isspace()
+
+
 def looks_like_nvsmi_query(text: str) -> bool:
     """Whether a file is `nvidia-smi -q` reports: it starts with the `==============NVSMI LOG==============`
-    line, and hardly a line after it is outside the report (a report's lines are indented, or are its
-    top-level keys, GPU titles and banners)."""
+    line, or a GPU's section without it, and hardly a line after it is outside the report (a report's lines are
+    indented, or are its top-level keys, GPU titles and banners)."""
     lines = text.splitlines()
-    first = [line.strip() for line in lines[:10] if line.strip()]
-    return bool(first) and _LOG.match(first[0]) is not None and mostly_report(lines[:-1], report_line)
+    first = [line for line in lines[:10] if line.strip()]
+    return bool(first) and starts_query_block(first) and mostly_report(lines[:-1], report_line)
 
 
 def report_line(line: str) -> bool:
