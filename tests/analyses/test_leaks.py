@@ -14,7 +14,7 @@ from oomlab.analyses.fleet import leaks
 from oomlab.findings import leak
 from oomlab.findings.finding import Finding
 
-from conftest import FLEET
+from conftest import FLEET, H200
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -199,3 +199,34 @@ def test_leak_findings_name_the_version_its_deploy_and_its_ooms(fleet_con):
     assert "roll back to assist-1.8b-v1.4" in planted.advice
     assert "2026-11-19 10:02" in planted.evidence
     assert set(found) == {f"model_version {LEAK['model_version']}", "model_version llama-mini-v2"}
+
+
+def _allocated_after(capture: str) -> np.ndarray:
+    """allocated_after of a real H200 capture's successful requests, in order."""
+    with gzip.open(H200 / capture / "requests.jsonl.gz", "rt") as handle:
+        rows = [json.loads(line) for line in handle]
+    return np.array([r["allocated_after"] for r in rows if r["status"] == "ok"], dtype=float)
+
+
+def test_a_slow_leak_written_in_coarse_units_is_a_climb():
+    """serve_leak's climbing allocated_after (0.42 to 4.6 GiB over 44 requests), slowed down and written as GiB
+    with two decimals (10.7 MB steps), as the logs of bench/truth.py fleet 60617 write it: most windows show no
+    change, then one unit more. Flat steps are no evidence against the climb."""
+    real = _allocated_after("serve_leak")
+    slow = real[0] + (real - real[0]) / 40  # about 100 MiB over the lifetime: a unit every few windows
+    coarse = np.round(slow / GIB, 2) * GIB
+    hours = np.arange(len(coarse), dtype=float) / 4
+    fit = leaks.theil_sen(hours, coarse)
+    assert np.mean(np.diff(coarse) == 0) > 0.5  # most steps are flat
+    assert fit.rising_share == 1.0 and leaks._is_leak(fit, len(coarse), int(coarse[0]), int(coarse[-1]))
+
+
+def test_one_buffer_allocated_once_is_no_climb():
+    """serve_mixed's allocated_after (the same bytes after every request) with one permanent 100 MiB rise half way:
+    a buffer allocated once. One rising step is no climb, however well a line fits it."""
+    real = _allocated_after("serve_mixed")
+    stepped = real + np.where(np.arange(len(real)) >= len(real) // 2, 100 * MIB, 0)
+    hours = np.arange(len(stepped), dtype=float) / 4
+    fit = leaks.theil_sen(hours, stepped)
+    assert fit.rising_share == 0.0
+    assert not leaks._is_leak(fit, len(stepped), int(stepped[0]), int(stepped[-1]))

@@ -71,8 +71,17 @@ def theil_sen(x: np.ndarray, y: np.ndarray) -> Fit:
     residual = float(np.sum((y - (intercept + slope * x)) ** 2))
     total = float(np.sum((y - y.mean()) ** 2))
     r2 = max(0.0, 1.0 - residual / total) if total > 0 else 0.0
-    rising = float(np.mean(np.diff(y) > 0))
-    return Fit(slope, intercept, r2, rising)
+    return Fit(slope, intercept, r2, _rising_share(np.diff(y)))
+
+
+def _rising_share(steps: np.ndarray) -> float:
+    """The share of rising steps among those that moved. A level written in coarse units (GiB with two decimals:
+    10.7 MB) stays flat over many windows of a slow leak and then rises by one unit: a flat step says nothing
+    either way, a falling one is evidence against a climb. Fewer than MIN_WINDOWS - 1 rises are a step or two
+    (a buffer allocated once), not a climb: 0."""
+    moved = steps[steps != 0]
+    rises = int(np.sum(moved > 0))
+    return rises / len(moved) if rises >= MIN_WINDOWS - 1 else 0.0
 
 
 @shared()
