@@ -17,7 +17,7 @@ from .units import FIELD_UNIT_NAMES, FIELD_UNITS, TIME_UNIT_NAMES, TIME_UNITS, f
 class Field:
     """One canonical column: `kind` picks its conversion; `aliases` are other names logs use for it; `units`
     the unit a mapping states for one of them (its loose name, and bytes per unit for a byte field, microseconds
-    per unit for the time)."""
+    per unit for the time, milliseconds per unit for the latency)."""
 
     name: str
     kind: str  # ts | text | int | float | bytes
@@ -310,11 +310,12 @@ def _suffixed_by_base(available: list[str], by_loose: dict[str, str], taken: set
 def column_unit(field: Field, column: str) -> float:
     """Bytes per unit of the bare numbers a byte field reads from `column`: the unit the mapping states for it, else
     the unit its name ends in (`_mib`), else 1. A value with a unit of its own (`14.23 GiB`) keeps that one. For the
-    time, the microseconds per unit the mapping states, else 0 (not stated: told by the numbers' size)."""
+    time, the microseconds per unit the mapping states, else 0 (not stated: told by the numbers' size); for the
+    latency, the milliseconds per unit it states, else 1."""
     if field.name == "ts":
         return dict(field.units).get(normalise_name(column), 0)
     if field.kind != "bytes":
-        return dict(field.units).get(normalise_name(column), 1)  # the latency's, in milliseconds per unit
+        return dict(field.units).get(normalise_name(column), 1)
     loose = normalise_name(column)
     stated = dict(field.units).get(loose)
     if stated is not None:

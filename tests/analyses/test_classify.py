@@ -251,17 +251,20 @@ def test_a_cap_with_free_device_memory_is_process_cap():
     assert verdict.cause == "process_cap" and "capped at 4.00 GiB" in verdict.evidence
 
 
+def _request_facts(prompt: int, output: int, **numbers: object) -> OomFacts:
+    """A batch-1 request of `prompt` + `output` tokens that failed with nothing cached, and the byte `numbers`."""
+    return replace(
+        _BLANK, unallocated=0, batch=1, tokens=prompt + output, input_tokens=prompt, output_tokens=output, **numbers
+    )
+
+
 def test_a_request_well_inside_the_card_on_a_healthy_baseline_is_a_transient_peak():
-    facts = replace(
-        _BLANK,
+    facts = _request_facts(
+        900,
+        100,
         requested=GIB,
         free=GIB // 2,
         reserved=10 * GIB,
-        unallocated=0,
-        tokens=1000,
-        batch=1,
-        input_tokens=900,
-        output_tokens=100,
         baseline=4 * GIB,
         healthy_baseline=4 * GIB,
         need=8 * GIB,
@@ -277,16 +280,12 @@ def test_a_leaking_lifetimes_few_leaked_mib_that_tip_a_request_are_the_leak(leak
     allocated bytes after every request: tests/data/h200 serve_mixed, cache_bloat), so 40 MiB above its start
     are 40 MiB leaked; they are what takes this request past the largest peak served. Where no leak was found,
     40 MiB is a temporary kept alive, too little to name."""
-    facts = replace(
-        _BLANK,
+    facts = _request_facts(
+        7900,
+        100,
         requested=GIB // 2,
         free=GIB // 4,
         reserved=12 * GIB,
-        unallocated=0,
-        tokens=8000,
-        batch=1,
-        input_tokens=7900,
-        output_tokens=100,
         baseline=7 * GIB + 40 * (1 << 20),
         healthy_baseline=7 * GIB,
         need=12 * GIB + 20 * (1 << 20),

@@ -4,6 +4,10 @@ Fleet 15525 (from `bench/truth.py --fleets 30 --seed 15500`; shapes kubernetes, 
 no_before, overlap, cards) crashes its leaking version on every OOM, so most of its process lifetimes last
 minutes: too few windows to fit a leak of their own. Its one OOM on node-e-1 fell where the decoy
 security-scan's only run overlapped a run of batch-eval, whose process is the neighbour.
+
+Fleet 71721 (from `--seed 71700`; shapes units, echo, overlap, cards): the decoy security-scan's one 44-minute
+run fell inside a run of nightly-backup, whose process is the neighbour; packed into 44 minutes, its OOMs
+gave the decoy the higher lift, so the job test took it first and explained the backup away.
 """
 
 from __future__ import annotations
@@ -42,6 +46,15 @@ def test_no_decoy_is_blamed_for_an_oom_a_causal_jobs_neighbour_explains(fleet) -
     assert scored.blamed == [] and scored.false_positives == []
     (pressure,) = [f for f in found if f["kind"] == "external_pressure"]
     assert pressure["subject"] == "job batch-eval" and "node-e-1" in pressure["metrics"]["hosts"]
+
+
+def test_a_decoys_one_run_inside_a_causal_jobs_run_does_not_explain_it_away(tmp_path: Path) -> None:
+    truths, found, _times = truth.run_fleet(71721, tmp_path)
+    assert {d["name"] for d in truths["decoys"]} >= {"security-scan"}
+    scored = truth.score(truths, found)
+    assert scored.blamed == [] and scored.false_positives == [] and scored.missed == []
+    subjects = {(f["kind"], f["subject"]) for f in truth.expand(found)}
+    assert {("scheduled_job", "job nightly-backup"), ("external_pressure", "job nightly-backup")} <= subjects
 
 
 def test_a_leaking_versions_short_lifetimes_fail_by_its_leak_not_by_a_transient_peak(fleet) -> None:

@@ -200,7 +200,29 @@ def _owners(con: duckdb.DuckDBPyConnection, neighbours: pl.DataFrame) -> pl.Data
         "labels": neighbours["label"].to_list(),
     }
     shares = con.sql(sql_text("q_job_neighbour_owners"), params=params).pl()
-    return shares.filter(pl.col("ooms_inside") >= NEIGHBOUR_SHARE * pl.col("ooms")).select("name", "instance", "label")
+    owned = shares.filter(pl.col("ooms_inside") >= NEIGHBOUR_SHARE * pl.col("ooms")).select("name", "instance", "label")
+    return _likeliest_owners(owned)
+
+
+def _likeliest_owners(owned: pl.DataFrame) -> pl.DataFrame:
+    """Of the jobs whose windows all hold one neighbour (their runs overlapped where it ran), the ones that also
+    bring neighbours no other job's windows hold: a job only ever seen beside another has no evidence of its own
+    (fleet 71721 of `bench/truth.py --seed 71700`: a decoy's one run inside a nightly backup's). Jobs with as much
+    evidence of their own each keep it; the order of the calendar's rows changes nothing."""
+    claims = owned.group_by("instance", "label").agg(pl.len().alias("claims"))
+    alone = (
+        owned.join(claims, on=["instance", "label"])
+        .filter(pl.col("claims") == 1)
+        .group_by("name")
+        .agg(pl.len().alias("alone"))
+    )
+    ranked = owned.join(alone, on="name", how="left").with_columns(pl.col("alone").fill_null(0))
+    best = ranked.group_by("instance", "label").agg(pl.col("alone").max().alias("best"))
+    return (
+        ranked.join(best, on=["instance", "label"])
+        .filter(pl.col("alone") == pl.col("best"))
+        .select("name", "instance", "label")
+    )
 
 
 def _host_rows(
