@@ -75,3 +75,14 @@ def test_a_leaking_versions_short_lifetimes_fail_by_its_leak_not_by_a_transient_
     other = leak.filter(pl.col("cause") != "leak")
     assert other.filter(pl.col("cause") != "capacity").is_empty(), other.select("ts", "cause", "rule")
     assert other["contributing"].list.contains("leak").all()
+
+
+def test_a_version_whose_lifetimes_are_all_too_short_to_show_a_leak_is_no_leaking_version(tmp_path: Path) -> None:
+    """Fleet 84426 (from `--seed 84400`): a crash-prone version restarted every few minutes, each lifetime climbing
+    a few MiB, too little to show its leak. No lifetime counts, so its share of leaking ones was 0 / 0: NaN, which
+    polars orders above 0.5, made it a leaking version without a leaking lifetime, and the leak finding failed."""
+    truths, found, _times = truth.run_fleet(84426, tmp_path)
+    assert [c["required"] for c in truths["causes"] if c["kind"] == "leak"] == [False]
+    assert not [f for f in found if f["kind"] == "leak"]
+    scored = truth.score(truths, found)
+    assert scored.missed == [] and scored.false_positives == []

@@ -115,8 +115,11 @@ class OomFacts:
 
     def limit_without(self, other: int) -> bool:
         """Was the largest peak served (`limit`) served without a neighbour of `other` bytes? It was when the two
-        cannot stand on the card together: then it says what the card holds, not what the neighbour left."""
-        if self.limit is None or self.device_total is None:
+        cannot stand on the card together: then it says what the card holds, not what the neighbour left. Only a
+        neighbour a message or nvidia-smi names has known bytes: one inferred from the card's accounting
+        (`other_unnamed`: in use, less this process's reserve and a context allowance) also holds whatever of this
+        process's own the allowance misses, an upper bound that proves nothing here."""
+        if self.limit is None or self.device_total is None or self.other_unnamed:
             return False
         return self.limit + other > self.device_total
 

@@ -349,10 +349,11 @@ def leaking_versions(lives: pl.DataFrame) -> pl.DataFrame:
         (leak & pl.col("restart_reason").is_in(RESTARTS)).sum().alias("restarts"),
         pl.col("ooms").filter(leak).sum().alias("ooms_in_leaking_lifetimes"),
     )
-    share = pl.col("leaking_lifetimes") / pl.col("lifetimes")
-    return per_version.with_columns(share.alias("leak_share"), (share >= VERSION_LEAK_SHARE).alias("leaks")).sort(
-        "model_version"
-    )
+    # a version none of whose lifetimes lasted long enough to show a leak has no share at all (0 / 0 is NaN, which
+    # polars orders above every number): it is no leaking version
+    share = pl.when(pl.col("lifetimes") > 0).then(pl.col("leaking_lifetimes") / pl.col("lifetimes"))
+    leaks = (share >= VERSION_LEAK_SHARE).fill_null(False)
+    return per_version.with_columns(share.alias("leak_share"), leaks.alias("leaks")).sort("model_version")
 
 
 def _long_enough(fitted: pl.DataFrame) -> pl.DataFrame:
