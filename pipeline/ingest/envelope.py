@@ -27,6 +27,7 @@ from ..assets import scratch_dir
 from ..config import IngestOptions
 from ..errors import InputError
 from ..load import tables as load
+from ..parse import bounded
 from ..parse.compression import open_binary
 from ..parse.text.envelope import (
     DOCUMENTS,
@@ -76,11 +77,11 @@ def ingest_envelope(
             for key, lines in streams_of([_placed_by_path(entry, path) for entry in entries]).items():
                 devices.write(key, lines)
         elif layout == DOCUMENTS:
-            raise InputError(str(path), f"a JSON document over {WHOLE_BYTES >> 20} MiB is not read whole")
+            raise InputError(str(path), f"a JSON document over {bounded.bound_text()} is not read whole")
         else:
             count, rejects = _stream_in_file_order(path, layout, devices)
             if notes is not None:
-                notes.append(f"over {WHOLE_BYTES >> 20} MiB: lines read in the file's order, not sorted by time")
+                notes.append(f"over {bounded.bound_text()}: lines read in the file's order, not sorted by time")
         rows, wrong = devices.read(con, options, read_log)
     finally:
         devices.close()
@@ -175,9 +176,6 @@ class _Devices:
 
 # Scratch files held open at once while a log's streams are written out.
 _OPEN_FILES = 64
-# A log read whole (to sort its streams by time, or a JSON document to decode): its Python objects take several
-# times its size in memory, so larger logs are read line by line in the file's order, and larger documents refused.
-WHOLE_BYTES = 256 << 20
 
 
 # kubelet's folder of a container's CRI logs: /var/log/pods/<namespace>_<pod>_<pod uid>/<container>/<restart>.log;
@@ -200,10 +198,11 @@ def _placed_by_path(entry: Entry, path: Path) -> Entry:
 
 
 def _whole(path: Path) -> str | None:
-    """The log's text, or None when it is larger than WHOLE_BYTES."""
+    """The log's text, or None when it is larger than a document read whole may be (parse/bounded.py): to sort
+    its streams by time, or decode a JSON document, the whole log is held in memory."""
     with open_binary(path) as handle:
-        data = handle.read(WHOLE_BYTES + 1)
-    return None if len(data) > WHOLE_BYTES else data.decode("utf-8", errors="replace")
+        data = bounded.read_bounded(handle)
+    return None if data is None else data.decode("utf-8", errors="replace")
 
 
 def streams_of(entries: list[Entry]) -> dict[StreamKey, list[tuple[datetime | None, str, int]]]:

@@ -6,6 +6,7 @@ backoff on what may pass (5xx, a refused or dropped connection, a timeout), and 
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import ssl
@@ -18,10 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OomlabError
-
-# Answers are read whole to decode them; one larger than this is refused rather than exhausting memory (the
-# pull sizes its queries far below it: prometheus_pull.MAX_POINTS_PER_QUERY).
-MAX_ANSWER_BYTES = 1 << 30
+from ..parse import bounded
 
 
 class FetchError(OomlabError):
@@ -99,22 +97,29 @@ class Client:
         raise AssertionError("unreachable")
 
     def _once(self, request: urllib.request.Request) -> Any:
-        context = ssl.create_default_context(cafile=self.ca_file) if self.ca_file else None
+        context = _tls_context(self.ca_file) if self.ca_file else None
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s, context=context) as answer:
-                body = answer.read(MAX_ANSWER_BYTES + 1)
+                body = bounded.read_bounded(answer)  # decoded whole: the pull sizes its queries far below it
         except urllib.error.HTTPError as exc:
             text = exc.read(4096).decode("utf-8", errors="replace")
             raise FetchError(_http_reason(exc.code, text), exc.code, text) from None
         except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
             reason = getattr(exc, "reason", None) or exc
             raise FetchError(f"cannot reach {self.base_url}: {reason}") from None
-        if len(body) > MAX_ANSWER_BYTES:
-            raise FetchError(f"answer over {MAX_ANSWER_BYTES >> 20} MiB", 200)
+        if body is None:
+            raise FetchError(f"answer over {bounded.bound_text()}", 200)
         try:
             return json.loads(body)
         except ValueError as exc:
             raise FetchError(f"the answer is not JSON: {exc}", 200) from None
+
+
+@functools.cache
+def _tls_context(ca_file: str) -> ssl.SSLContext:
+    """One context per CA file, not one per request: building it reads and parses the file (a pull makes
+    hundreds of requests)."""
+    return ssl.create_default_context(cafile=ca_file)
 
 
 def _may_pass(exc: FetchError) -> bool:

@@ -254,7 +254,8 @@ def _ingest_in_transaction(job: LoadJob, abspath: str, before: FileState) -> Sou
         found_nothing = rows == 0 and rejects == 0
         # what the loader said of the file stays beside a nothing-found note (a log in envelopes: what it held)
         said = [nothing_found_note(job.path, kind)] if found_nothing else []
-        note = "; ".join(said + job.notes) or None
+        # once each: a log in envelopes reads each device's streams as a text log, and each may say the same
+        note = "; ".join(dict.fromkeys(said + job.notes)) or None
         size = before.size
         load.insert_source(
             con,

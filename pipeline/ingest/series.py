@@ -13,6 +13,7 @@ import polars as pl
 from ..errors import InputError
 from ..load import tables as load
 from ..load.sql import run_file, sql_text
+from ..parse import bounded
 from ..parse.compression import READ_ERRORS, open_binary
 from ..parse.telemetry.memory import MEMORY_COLUMNS
 from ..parse.telemetry.naming import file_instance
@@ -26,8 +27,6 @@ if TYPE_CHECKING:
 
 # The origin of DCGM rows, as a scrape's (formats.PROMETHEUS): where they came from is the source's kind.
 DCGM_ORIGIN = "dcgm"
-# A whole answer is read into memory to decode it; beyond this it is refused rather than exhausting memory.
-MAX_ANSWER_BYTES = 2 << 30
 
 # The gpu_samples columns a DCGM field fills, each present for the merge whether pulled or not: bytes are whole
 # numbers, the rest (utilisation, temperature, power) floats.
@@ -49,9 +48,9 @@ def load_job(job: LoadJob) -> tuple[int, int]:
 def _read(path: Path, kind: str) -> tuple[list, list[Reject]]:
     with open_binary(path) as handle:
         if kind == PROM_API:
-            data = handle.read(MAX_ANSWER_BYTES + 1)
-            if len(data) > MAX_ANSWER_BYTES:
-                raise InputError(str(path), f"an API answer over {MAX_ANSWER_BYTES >> 30} GiB is not read whole")
+            data = bounded.read_bounded(handle)  # an answer is decoded whole
+            if data is None:
+                raise InputError(str(path), f"an API answer over {bounded.bound_text()} is not read whole")
             return read_api_answer(data.decode("utf-8", errors="replace"))
         found = list(read_vm_export(raw.decode("utf-8", errors="replace") for raw in handle))
     return [s for s in found if not isinstance(s, Reject)], [r for r in found if isinstance(r, Reject)]

@@ -57,7 +57,9 @@ def ingest_text_log(
     if layout is not None and layout != STAMPED:  # a time before each line is read as it stands
         from .envelope import ingest_envelope
 
-        read = lambda con, scratch, staged, opts: ingest_text_log(con, scratch, staged, opts)  # noqa: E731
+        # each device's streams are a text log of their own; what they say of their lines (a year guessed) is the
+        # file's to say
+        read = lambda con, scratch, staged, opts: ingest_text_log(con, scratch, staged, opts, notes=notes)  # noqa: E731
         return ingest_envelope(con, path, layout, source_id, options, notes, read)
     # --instance, else the one node or host the log names of itself (a pod's log), else the file's name
     instance = options.instance or host_named_in(path) or options.instance_for(path)

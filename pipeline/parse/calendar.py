@@ -18,6 +18,7 @@ from cronsim import CronSim, CronSimError
 from ..errors import InputError
 from ..records import Reject
 from ..units import parse_timestamp
+from . import bounded
 from .compression import open_binary
 
 if TYPE_CHECKING:
@@ -128,7 +129,10 @@ def read_calendar(path: str | Path, tz: str | None = None) -> Iterator[JobWindow
 
 def _rows(path: str | Path) -> Iterator[tuple[int, dict[str, object]]]:
     with open_binary(path) as handle:
-        text = handle.read().decode("utf-8", errors="replace")
+        data = bounded.read_bounded(handle)
+    if data is None:
+        raise InputError(str(path), f"a calendar over {bounded.bound_text()} is not read")
+    text = data.decode("utf-8", errors="replace")
     if text.lstrip().startswith("["):
         try:
             items = json.loads(text)

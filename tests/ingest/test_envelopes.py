@@ -210,9 +210,9 @@ def test_a_log_too_large_to_hold_is_read_line_by_line(tmp_path: Path, monkeypatc
     """The CRI log of the partial-line test and case 057's Docker lines, with the whole-read bound set below their
     size: the same events, at the same lines and times, read in the file's order (and `sources` says so); a JSON
     document over it is refused with one line naming the file."""
-    from oomlab.ingest import envelope
+    from oomlab.parse import bounded
 
-    monkeypatch.setattr(envelope, "WHOLE_BYTES", 200)
+    monkeypatch.setattr(bounded, "WHOLE_DOCUMENT_BYTES", 200)
     (tmp_path / "cri").mkdir()
     (tmp_path / "docker").mkdir()
     test_cri_partial_lines_are_one_message(tmp_path / "cri")
@@ -222,3 +222,16 @@ def test_a_log_too_large_to_hold_is_read_line_by_line(tmp_path: Path, monkeypatc
     report = api.ingest(tmp_path / "doc.duckdb", [str(_artifact("030"))], IngestOptions())
     (failed,) = report.results
     assert failed.status == "failed" and "a JSON document over 0 MiB is not read whole" in failed.message
+
+
+def test_a_year_guessed_for_a_pods_lines_is_said_in_sources(tmp_path: Path) -> None:
+    """Case pasted_text/028's real vLLM 0.4.2 log (year-less `INFO 05-29 10:26:04` lines and the engine's version
+    line), as `kubectl logs --prefix` prints it, with an OOM of the H200 capture after it: the pod's lines are read
+    as a text log of their own, and the year its version line gives them is said in the file's note, once."""
+    (case,) = (ROOT / "pasted_text").glob("028_*")
+    vllm = [line for line in next(case.glob("artifact.*")).read_text().splitlines() if line.startswith("INFO 05-29")]
+    lines = [*vllm, f"ERROR 05-29 10:27:00 worker.py:1] torch.OutOfMemoryError: {_real_ooms()[0]}"]
+    con = _ingest(tmp_path, "pods.log", "".join(f"[pod/vllm-0/vllm] {line}\n" for line in lines))
+    assert con.execute("SELECT ts FROM oom_events").fetchall() == [(datetime(2024, 5, 29, 10, 27),)]
+    (note,) = con.execute("SELECT note FROM sources").fetchone()
+    assert note.count("lines without a year read as 2024: the earliest not before vLLM 0.4.2") == 1

@@ -16,6 +16,7 @@ import pytest
 from oomlab.errors import OomlabError
 from oomlab.ingest import http_get
 from oomlab.ingest.http_get import Client, Credentials, FetchError
+from oomlab.parse import bounded
 
 
 @contextmanager
@@ -90,7 +91,7 @@ def test_no_server_is_one_line_after_the_retries(monkeypatch) -> None:
 
 
 def test_an_answer_over_the_bound_is_refused(monkeypatch) -> None:
-    monkeypatch.setattr(http_get, "MAX_ANSWER_BYTES", 1000)
+    monkeypatch.setattr(bounded, "WHOLE_DOCUMENT_BYTES", 1000)
     with serving([(200, b"[" + b"1," * 1000 + b"1]")]) as (url, _), pytest.raises(FetchError, match="answer over"):
         Client(url).get_json("/x", {})
 
