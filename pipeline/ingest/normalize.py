@@ -80,16 +80,15 @@ def field_source(source: str, duck_type: str) -> tuple[str, str]:
     return _as_text_sql(source, duck_type), "VARCHAR"
 
 
-def convert_sql(kind: str, source: str, duck_type: str, per_unit: float = 1, anchored: bool = False) -> str:
+def convert_sql(kind: str, source: str, duck_type: str, per_unit: float = 1) -> str:
     """SQL converting `source` (of DuckDB type `duck_type`, after `field_source`) to the canonical kind;
     NULL where the value does not convert (`_unreadable_sql` gives its reason). `per_unit`: the bytes one of a
     byte field's bare numbers stands for, the microseconds one of the time's does (0 when not stated) or the
-    milliseconds one of the latency's does (`fields.column_unit`). `anchored`: --at says when the log started, so
-    a time from its start is read after it."""
+    milliseconds one of the latency's does (`fields.column_unit`)."""
     if kind == "bytes" and per_unit != 1:
         return _scaled_bytes_sql(source, duck_type, int(per_unit))
     if kind == "ts":
-        return _ts_sql(source, duck_type, per_unit, anchored)
+        return _ts_sql(source, duck_type, per_unit)
     if kind == "float" and per_unit != 1:  # a latency in seconds (`--map latency_ms=e2e_latency_s:s`)
         return f"({convert_sql(kind, source, duck_type)}) * {float(per_unit)!r}"
     if _is_integer(duck_type) and kind in ("int", "bytes"):
@@ -116,18 +115,9 @@ def _scaled_bytes_sql(source: str, duck_type: str, per_unit: int) -> str:
 AT_SQL = "CAST($at AS TIMESTAMP)"
 
 
-def _ts_sql(source: str, duck_type: str, per_unit: float = 0, anchored: bool = False) -> str:
-    """A time from a typed time, a number or text. A number is read by oomlab_ts_number when its unit is stated or
-    --at anchors the log (an offset from the log's start is then a moment); else as before, by its size alone."""
-    if (anchored or per_unit) and not duck_type.startswith(("TIMESTAMP", "DATE")):
-        unit = repr(float(per_unit))
-        if _is_numeric(duck_type):
-            return f"oomlab_ts_number(CAST({source} AS DOUBLE), {AT_SQL}, {unit})"
-        number = f"try_cast({source} AS DOUBLE)"
-        return (
-            f"CASE WHEN {number} IS NOT NULL THEN oomlab_ts_number({number}, {AT_SQL}, {unit}) "
-            f"ELSE oomlab_ts_text(CAST({source} AS VARCHAR), $tz) END"
-        )
+def _ts_sql(source: str, duck_type: str, per_unit: float = 0) -> str:
+    """A time from a typed time, a number or text. A number is read by oomlab_ts_number, in the unit the mapping
+    states (`per_unit` microseconds, 0: told by its size), after --at when it is a time from the log's start."""
     if duck_type == "TIMESTAMP WITH TIME ZONE":
         # Its UTC instant, naive: the stored microseconds taken as they are. A CAST converts through the
         # session's time zone (UTC, load.connect) with ICU's calendar, 10x slower per row (0.12 s of a 2M-row
@@ -137,9 +127,10 @@ def _ts_sql(source: str, duck_type: str, per_unit: float = 0, anchored: bool = F
         return f"CASE WHEN isfinite({source}) THEN {instant} ELSE CAST({source} AS TIMESTAMP) END"
     if duck_type.startswith("TIMESTAMP") or duck_type == "DATE":
         return f"oomlab_ts_naive(CAST({source} AS TIMESTAMP), $tz)"
+    unit = repr(float(per_unit))
     if _is_numeric(duck_type):
-        return f"oomlab_ts_epoch(CAST({source} AS DOUBLE))"
-    return f"oomlab_ts_text(CAST({source} AS VARCHAR), $tz)"
+        return f"oomlab_ts_number(CAST({source} AS DOUBLE), {AT_SQL}, {unit})"
+    return f"oomlab_ts_text(CAST({source} AS VARCHAR), $tz, {AT_SQL}, {unit})"
 
 
 def _check_sql(field: Field, source: str, duck_type: str, converted: str, per_unit: float = 1) -> str:
@@ -213,13 +204,13 @@ class Staged:
     anchored: str | None = None
 
 
-def _field_sql(stage: Stage, field: Field, columns: list[str], anchored: bool = False) -> tuple[str, list[str]]:
+def _field_sql(stage: Stage, field: Field, columns: list[str]) -> tuple[str, list[str]]:
     """The converted value of a field (first non-NULL of its columns) and the checks of each column."""
     converted, checks = [], []
     for column in columns:
         source, duck_type = field_source(stage.column_sql(column), stage.columns[column])
         per_unit = column_unit(field, column)
-        value = convert_sql(field.kind, source, duck_type, per_unit, anchored)
+        value = convert_sql(field.kind, source, duck_type, per_unit)
         converted.append(value)
         checks.append(_check_sql(field, source, duck_type, value, per_unit))
     value = converted[0] if len(converted) == 1 else f"coalesce({', '.join(converted)})"
@@ -296,7 +287,7 @@ def staged_select(
         if field.name not in mapping:
             selects.append(f"NULL AS {field.name}")
             continue
-        values[field.name], field_checks = _field_sql(stage, field, mapping[field.name], at is not None)
+        values[field.name], field_checks = _field_sql(stage, field, mapping[field.name])
         selects.append(f"{values[field.name]} AS {field.name}")
         checks.extend(field_checks)
     if not timeless:
