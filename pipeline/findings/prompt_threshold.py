@@ -127,7 +127,7 @@ def _evidence(row: dict, model: RiskModel | None) -> str:
         text += (
             f" {row['adjusted_requests']:,} of the requests stood on a baseline a leak or resident growth had "
             f"raised and are sized as on a fresh process; {row['failures_above_by_own_size']} failures are above "
-            f"the cut by their own size."
+            f"the cut and every success by their own size."
         )
     if model is not None:
         text += (

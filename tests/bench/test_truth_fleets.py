@@ -86,3 +86,16 @@ def test_a_version_whose_lifetimes_are_all_too_short_to_show_a_leak_is_no_leakin
     assert not [f for f in found if f["kind"] == "leak"]
     scored = truth.score(truths, found)
     assert scored.missed == [] and scored.false_positives == []
+
+
+def test_a_leaking_versions_failures_under_its_largest_success_claim_no_threshold(tmp_path: Path) -> None:
+    """Fleet 93312 (from `--seed 93300`): on an A10, every OOM of a leaking version is its leak's. Sized as on a
+    fresh process, they cross a cut at 119,776 batch x input tokens, and 5 failures were above it by their own
+    size: enough for a threshold. But a success at 123,094 adjusted tokens shows that such a load fits on a fresh
+    process; only 2 failures are above that, too few, so no threshold is claimed on the A10."""
+    truths, found, _times = truth.run_fleet(93312, tmp_path)
+    scored = truth.score(truths, found)
+    assert scored.false_positives == [] and scored.missed == []
+    (leaking,) = [c["match"]["model_version"] for c in truths["causes"] if c["kind"] == "leak"]
+    thresholds = [f for f in truth.expand(found) if f["kind"] == "prompt_threshold"]
+    assert thresholds and all(leaking not in f["metrics"]["versions"] for f in thresholds)

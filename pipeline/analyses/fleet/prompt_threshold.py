@@ -5,8 +5,11 @@ Only clean requests count (fct_prompt_requests: no intermittent neighbour proces
 the boundary is the request's own size against the card. A request on a baseline a leak has raised is sized
 as it weighs on a fresh process (its size plus the rise in units of size), so that a leaking version's
 threshold is found on all its requests, not only on the first minutes of each lifetime; and a threshold is
-claimed only when MIN_FAILURES failures are above it by their own size: requests that fail on a fresh
-process too, not leak OOMs that the adjusted sizes alone place above it.
+claimed only when MIN_FAILURES failures are above it, and above every clean success, by their own size:
+requests that fail on a fresh process too, not leak OOMs that the adjusted sizes alone place above it. (A
+success at an adjusted size S shows that a load of S fits on a fresh process, so a failure whose own size is
+at most S failed for its raised baseline, not for its size: fleet 93312 of bench/truth.py claimed a leaking
+version's threshold on 5 failures whose own sizes were above the cut, 2 of them under the largest success.)
 Two sizes are tried: batch x input tokens (the prefill, where the failing allocation usually happens) and
 batch x (input + output) tokens (the KV cache at the end); the one whose best cut misclassifies fewer
 requests is reported, and batch x input on a tie.
@@ -169,13 +172,14 @@ def _boundary(group: pl.DataFrame, metric: str) -> dict[str, object]:
     if cut is None:
         return row
     below = requests - cut.requests_above
+    fits_fresh = max(cut.threshold, float(row["max_success"] or 0))  # see the module's docstring
     row |= {
         "threshold": cut.threshold,
         "largest_success": cut.largest_success,
         "smallest_failure": cut.smallest_failure,
         "errors": cut.errors,
         "failures_above": cut.failures_above,
-        "failures_above_by_own_size": int(own_fail_counts[own_fail_sizes > cut.threshold].sum()),
+        "failures_above_by_own_size": int(own_fail_counts[own_fail_sizes > fits_fresh].sum()),
         "requests_above": cut.requests_above,
         "failure_rate_above": cut.failures_above / cut.requests_above,
         "failure_rate_below": (ooms - cut.failures_above) / below if below else None,
