@@ -8,18 +8,41 @@ WITH served AS (
         batch_size * (coalesce(input_sequence_length, 0) + coalesce(output_sequence_length, 0)) AS tokens
     FROM stg_requests
     WHERE NOT is_oom
+),
+line AS (
+    SELECT
+        model_version,
+        regr_slope(need_bytes, tokens) AS bytes_per_token,
+        regr_intercept(need_bytes, tokens) AS fixed_bytes,
+        regr_r2(need_bytes, tokens) AS r2,
+        -- the residual standard error: how far a request's real need lies from the line, typically (allocator
+        -- rounding and shapes the token count does not capture); NULL with fewer than 3 requests
+        CASE WHEN regr_count(need_bytes, tokens) > 2
+             THEN sqrt(greatest(0, regr_syy(need_bytes, tokens) * (1 - coalesce(regr_r2(need_bytes, tokens), 0)))
+                       / (regr_count(need_bytes, tokens) - 2)) END AS residual_bytes,
+        CAST(regr_count(need_bytes, tokens) AS BIGINT) AS requests,
+        max(tokens) AS max_ok_tokens,
+        quantile_cont(tokens, 0.9) AS edge_tokens
+    FROM served
+    GROUP BY model_version
+),
+-- The same error among the largest tenth of the requests: a card's edge is reached by its largest requests, and
+-- what scatters with the size (activations whose bytes per token vary per request) is wider there than the
+-- line's error over all requests says; what is shared by every request (the allocator's rounding) is in both.
+-- A root mean square about the line, not about the tenth's own mean: the line's bias there is error too.
+edge AS (
+    SELECT
+        s.model_version,
+        CASE WHEN count(*) > 2
+             THEN sqrt(avg((s.need_bytes - (l.fixed_bytes + l.bytes_per_token * s.tokens))
+                           * (s.need_bytes - (l.fixed_bytes + l.bytes_per_token * s.tokens)))) END
+            AS edge_residual_bytes
+    FROM served AS s
+    JOIN line AS l ON s.model_version = l.model_version
+    WHERE s.tokens >= l.edge_tokens
+    GROUP BY s.model_version
 )
-SELECT
-    model_version,
-    regr_slope(need_bytes, tokens) AS bytes_per_token,
-    regr_intercept(need_bytes, tokens) AS fixed_bytes,
-    regr_r2(need_bytes, tokens) AS r2,
-    -- the residual standard error: how far a request's real need lies from the line, typically (allocator rounding
-    -- and shapes the token count does not capture); NULL with fewer than 3 requests
-    CASE WHEN regr_count(need_bytes, tokens) > 2
-         THEN sqrt(greatest(0, regr_syy(need_bytes, tokens) * (1 - coalesce(regr_r2(need_bytes, tokens), 0)))
-                   / (regr_count(need_bytes, tokens) - 2)) END AS residual_bytes,
-    CAST(regr_count(need_bytes, tokens) AS BIGINT) AS requests,
-    max(tokens) AS max_ok_tokens
-FROM served
-GROUP BY model_version;
+SELECT line.model_version, line.bytes_per_token, line.fixed_bytes, line.r2, line.residual_bytes,
+       edge.edge_residual_bytes, line.requests, line.max_ok_tokens
+FROM line
+LEFT JOIN edge ON line.model_version = edge.model_version;

@@ -89,7 +89,12 @@ def classify_ooms(
 def _with_limits(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.DataFrame:
     """Attach the card's demonstrated limit and the model's bytes per token."""
     limits = instance_limits(con).select("instance", "gpu_index", "card", "card_limit_bytes")
-    cost = token_cost(con).select("model_version", "bytes_per_token", "fixed_bytes", "residual_bytes")
+    cost = token_cost(con).select(
+        "model_version",
+        "bytes_per_token",
+        "fixed_bytes",
+        pl.max_horizontal("residual_bytes", "edge_residual_bytes").alias("need_error_bytes"),
+    )
     return events.join(limits, on=["instance", "gpu_index"], how="left").join(cost, on="model_version", how="left")
 
 
@@ -320,7 +325,7 @@ def _facts(row: dict, snapshot: tuple[str, str] | None) -> OomFacts:
         other_unnamed=row["neighbours_seen_by"] == UNNAMED,
         in_use_on_card=row["in_use_on_card_bytes"],
         baseline_inferred=bool(row["baseline_inferred"]),
-        need_error=row["residual_bytes"],
+        need_error=row["need_error_bytes"],
     )
 
 

@@ -8,6 +8,7 @@ neighbour's memory? Whatever removes the failure is the cause.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -28,9 +29,10 @@ CAUSES: tuple[str, ...] = (
 )
 # A request is at the card's edge when its estimated need reaches the largest peak that ever succeeded on the
 # card, less what the estimate cannot tell apart from it: the need is the token-cost line's (fixed + bytes per
-# token x tokens), whose real values scatter around it by the fit's residual standard error
-# (fct_oom_token_cost.residual_bytes); within two of them (about 98 % of requests, one-sided) a need cannot be
-# told from the largest one served. Without a fit the comparison is exact.
+# token x tokens), whose real values scatter around it by the fit's residual standard error, the larger of the
+# one over all requests and the one among the largest tenth, where the edge is reached (fct_oom_token_cost);
+# within two of them (about 98 % of requests, one-sided) a need cannot be told from the largest one served.
+# Without a fit the comparison is exact.
 EDGE_ERRORS = 2
 # A raised baseline counts when it is above the lifetime's start by this much (and this share of the limit).
 MIN_EXCESS_BYTES = 64 * MIB
@@ -128,6 +130,28 @@ class OomFacts:
         if need is None or self.limit is None:
             return False
         return need >= self.limit - EDGE_ERRORS * (self.need_error or 0)
+
+    def crowding_likelier(self) -> bool:
+        """Of a request at the card's edge that failed: is what stood beside it (the baseline's rise, a neighbour's
+        bytes) the likelier reason, not its own size? Its real need is the estimate plus an error e ~ N(0,
+        need_error^2). On a healthy baseline alone on the card it fails when e > gap (gap: the limit less the
+        healthy need), as it stood when e > gap - added; so its own size is the reason with P(e > gap), what was
+        added with P(gap - added < e <= gap). (A margin of two errors toward capacity, as `at_edge` keeps where
+        nothing else can explain a failure, gives a leak's or a neighbour's OOMs to capacity whenever the healthy
+        need is merely near the limit: fleet 38810 of bench/truth.py.)"""
+        if self.healthy_need is None or self.limit is None:
+            return False
+        added = (self.excess if self.raised() else 0) + (self.other or 0)
+        gap = self.limit - self.healthy_need
+        own = _upper_tail(gap, self.need_error or 0)
+        return added > 0 and _upper_tail(gap - added, self.need_error or 0) - own > own
+
+
+def _upper_tail(gap: float, error: float) -> float:
+    """P(e > gap) for an estimate's error e ~ N(0, error^2); a step at 0 without an error (need >= limit fails)."""
+    if error <= 0:
+        return 1.0 if gap <= 0 else 0.0
+    return 0.5 * math.erfc(gap / (error * math.sqrt(2)))
 
 
 @dataclass(frozen=True)
@@ -236,7 +260,7 @@ def counterfactual(f: OomFacts) -> Verdict | None:
     """With the request's size: would it have fit on a healthy baseline, without the neighbour?"""
     if f.healthy_need is None or f.need is None or f.limit is None:
         return None
-    if f.at_edge(f.healthy_need):
+    if f.at_edge(f.healthy_need) and not f.crowding_likelier():
         return _capacity(f)
     if f.other:
         beside = f.at_edge(f.healthy_need + f.other)
