@@ -373,6 +373,8 @@ def test_at_the_edge_the_likelier_of_the_request_and_what_stood_beside_it_is_the
     verdict = decide(facts)
     assert verdict.cause == cause
     assert ("leak" in verdict.contributing) == (cause == "capacity" and excess > 0)
+    at_edge_yet_leak = cause == "leak" and facts.at_edge(healthy_need)
+    assert ("the likelier reason (P 0.65, its own size 0.25)" in verdict.evidence) == at_edge_yet_leak
 
 
 def test_the_need_error_at_the_edge_is_the_lines_among_the_largest_tenth(fleet_con):
