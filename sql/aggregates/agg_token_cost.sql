@@ -30,19 +30,19 @@ line AS (
 -- where the scatter grows with the size (bytes per token that vary per request) it is wider there than over all
 -- requests; where it does not (the real H200 captures' 102 llama-mini-v3 requests: 2.8 MB among the largest
 -- tenth, 5.2 MB over all, the allocator's rounding), the classifier keeps the larger. A tenth: the largest
--- requests, and still enough of them for a spread (11 of 102 there). A root mean square about the line, not about the tenth's own
--- mean: the line's bias there is error too.
-edge AS (
-    SELECT
-        s.model_version,
-        CASE WHEN count(*) > 2
-             THEN sqrt(avg((s.need_bytes - (l.fixed_bytes + l.bytes_per_token * s.tokens))
-                           * (s.need_bytes - (l.fixed_bytes + l.bytes_per_token * s.tokens)))) END
-            AS edge_residual_bytes
+-- requests, and still enough of them for a spread (11 of 102 there). A root mean square about the line, not
+-- about the tenth's own mean: the line's bias there is error too.
+edge_residuals AS (
+    SELECT s.model_version, s.need_bytes - (l.fixed_bytes + l.bytes_per_token * s.tokens) AS residual
     FROM served AS s
     JOIN line AS l ON s.model_version = l.model_version
     WHERE s.tokens >= l.edge_tokens
-    GROUP BY s.model_version
+),
+edge AS (
+    SELECT model_version,
+           CASE WHEN count(*) > 2 THEN sqrt(avg(residual * residual)) END AS edge_residual_bytes
+    FROM edge_residuals
+    GROUP BY model_version
 )
 SELECT line.model_version, line.bytes_per_token, line.fixed_bytes, line.r2, line.residual_bytes,
        edge.edge_residual_bytes, line.requests, line.max_ok_tokens

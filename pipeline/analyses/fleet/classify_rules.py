@@ -136,21 +136,15 @@ class OomFacts:
         stood beside it (the baseline's rise, a neighbour's bytes)? Its real need is the estimate plus an error
         e ~ N(0, need_error^2). On a healthy baseline alone on the card it fails when e > gap (gap: the limit less
         the healthy need), as it stood when e > gap - added; so its own size is the reason with P(e > gap), what
-        was added with P(gap - added < e <= gap)."""
+        was added with P(gap - added < e <= gap). (A margin of two errors toward capacity, as `at_edge` keeps where
+        nothing else can explain a failure, would give a leak's or a neighbour's OOMs to capacity whenever the
+        healthy need is merely near the limit: fleet 38810 of bench/truth.py.)"""
         if self.healthy_need is None or self.limit is None:
             return 1.0, 0.0
         added = (self.excess if self.raised() else 0) + (self.other or 0)
         gap = self.limit - self.healthy_need
         own = _upper_tail(gap, self.need_error or 0)
         return own, (_upper_tail(gap - added, self.need_error or 0) - own if added > 0 else 0.0)
-
-    def crowding_likelier(self) -> bool:
-        """Is what stood beside the request the likelier reason (`crowding_odds`)? A margin of two errors toward
-        capacity, as `at_edge` keeps where nothing else can explain a failure, would give a leak's or a
-        neighbour's OOMs to capacity whenever the healthy need is merely near the limit (fleet 38810 of
-        bench/truth.py)."""
-        own, added = self.crowding_odds()
-        return added > own
 
 
 def _upper_tail(gap: float, error: float) -> float:
@@ -266,13 +260,14 @@ def counterfactual(f: OomFacts) -> Verdict | None:
     """With the request's size: would it have fit on a healthy baseline, without the neighbour?"""
     if f.healthy_need is None or f.need is None or f.limit is None:
         return None
-    at_edge = f.at_edge(f.healthy_need)
-    if at_edge and not f.crowding_likelier():
-        return _capacity(f)
-    verdict = _crowded(f)
-    if verdict is None or not at_edge:
-        return verdict
+    if not f.at_edge(f.healthy_need):
+        return _crowded(f, f.healthy_need)
     own, added = f.crowding_odds()
+    if added <= own:
+        return _capacity(f)
+    verdict = _crowded(f, f.healthy_need)
+    if verdict is None:
+        return None
     return replace(
         verdict,
         evidence=f"{verdict.evidence}; on the healthy baseline it is within the estimate's error "
@@ -281,10 +276,10 @@ def counterfactual(f: OomFacts) -> Verdict | None:
     )
 
 
-def _crowded(f: OomFacts) -> Verdict | None:
+def _crowded(f: OomFacts, healthy_need: int) -> Verdict | None:
     """The leak or the neighbour, where the request fits without what it added."""
     if f.other:
-        beside = f.at_edge(f.healthy_need + f.other) if f.healthy_need is not None else False
+        beside = f.at_edge(healthy_need + f.other)
         if f.raised() and f.at_edge(f.need) and not beside:
             return _leak(f, "leak_alone", also=("external_pressure",))
         return _external(f)
