@@ -2,8 +2,9 @@
 -- aggregate tier's agg_request_minutes, `ts` the minute) and one per OOM event (kind 'oom', `ooms` 1), with the
 -- cuts OOM rates are taken by: hour of day, ISO day of week (1 = Monday) and, for OOM events, power-of-two buckets
 -- of the prompt features (oomlab_pow2_bucket; the requests' buckets are agg_request_buckets). OOMs come from
--- oom_events (origins `structured` and `message`); `snapshot` OOMs are left out because a snapshot is taken at a
--- failure that is normally logged too, and OOMs without a time are left out because every cut here is over time.
+-- stg_oom_events, one per real OOM (keyed by its request-log row or message where one saw it); an event only a
+-- snapshot recorded is left out because a snapshot is taken at a failure that is normally logged too, and OOMs
+-- without a time are left out because every cut here is over time.
 -- `first_ts` / `last_ts`: the first and last request of the minute (the OOM's own time for an OOM).
 -- `has_request_log`: the instance has rows in `requests`, so its OOMs have a traffic denominator; text-log
 -- only instances have OOMs but no counted requests. Time windows over these rows cut at the minute.
