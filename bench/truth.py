@@ -25,7 +25,7 @@ match a required cause / findings of that kind (findings matching an optional ca
 evidence, are left out of both); recall = required causes matched / required causes. P and R of the last
 line are micro-averaged over all kinds. A decoy is blamed by every finding (any kind, merged ones included)
 whose subject or metrics name a decoy job. Counts: for every required cause found, the OOM count its most
-specific matching finding states (COUNT_METRIC: leak_ooms, ooms_in, ooms_above_threshold or ooms) against the
+specific matching finding states (COUNT_METRIC: leak_ooms, ooms_in, ooms_by_size or ooms) against the
 OOMs planted for the causes that finding matches (one per real OOM, however many files hold it); within 5 %
 passes, a finding that states no count fails.
 Fails (exit 1) when a fleet cannot be generated, ingested or analysed, and (exit 2) when there is nothing to
@@ -58,7 +58,7 @@ COUNT_METRIC = {
     "scheduled_job": "ooms_in",
     "external_pressure": "ooms",
     "fragmentation": "ooms",
-    "prompt_threshold": "ooms_above_threshold",
+    "prompt_threshold": "ooms_by_size",
     "capacity": "ooms",
 }
 KINDS = ("leak", "scheduled_job", "external_pressure", "fragmentation", "prompt_threshold", "capacity")

@@ -335,6 +335,42 @@ def test_a_dominant_neighbour_is_a_factor_where_the_card_served_more_without_it(
     assert ("external_pressure" in verdict.contributing) == (cause == "capacity")
 
 
+@pytest.mark.parametrize(("edge_shown", "cause"), [(False, "external_pressure"), (True, "capacity")])
+def test_a_largest_peak_no_failure_alone_reached_is_no_edge_beside_a_neighbour(edge_shown, cause):
+    """Fleet 72508 of `bench/truth.py --seed 72500`, an H200 (139.80 GiB): a neighbour held 134.22 GiB when a
+    request needing about 12.15 GiB failed; the largest peak its card had served was 12.06 GiB, without that
+    neighbour. No OOM on the card had failed without one: 12.06 GiB was only the largest request seen, and the
+    neighbour is the cause. Had one failed there alone, the peak would be the card's edge, and the request's own
+    size the cause (the neighbour a factor)."""
+    facts = replace(
+        _BLANK,
+        requested=402_653_184,
+        free=192_875_069,
+        reserved=4_874_566_656,
+        unallocated=164_794_204,
+        in_use=5_798_205_850,
+        other=144_117_627_617,
+        other_pids=(12241,),
+        device_total=150_110_011_392,
+        tokens=63968,
+        batch=16,
+        input_tokens=2285,
+        output_tokens=1713,
+        baseline=5_894_842_614,
+        healthy_baseline=5_894_842_614,
+        need=13_050_185_629,
+        healthy_need=13_050_185_629,
+        limit=12_949_326_397,
+        need_error=7_113_641.0,
+        card="139.80 GiB",
+        edge_shown=edge_shown,
+    )
+    verdict = decide(facts)
+    assert verdict.cause == cause
+    assert verdict.contributing == (("external_pressure",) if edge_shown else ())
+    assert ("no OOM on 139.80 GiB cards failed there without a neighbour" in verdict.evidence) == (not edge_shown)
+
+
 # Fleet 38810 of `bench/truth.py --seed 38800`, an A100 40 GB whose chat version leaks: the largest peak served
 # was 34,660,386,079 bytes, and its token-cost line scatters by 48.4 MB among its largest tenth of requests.
 _A100_LIMIT, _A100_ERROR = 34_660_386_079, 48_355_962.7

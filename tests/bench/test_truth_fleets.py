@@ -102,6 +102,40 @@ def test_a_leaking_versions_lifetime_whose_own_fit_shows_no_climb_leaks_as_its_v
     assert leak.height == 11 and (leak["cause"] == "leak").all(), leak.select("ts", "cause", "rule")
 
 
+def test_a_request_larger_than_any_served_fails_by_the_neighbour_where_nothing_failed_alone(tmp_path: Path) -> None:
+    """Fleet 72508 (from `--seed 72500`): on its one H200 (139.80 GiB), whose largest request served peaked at
+    12.06 GiB, a 12.15 GiB request failed beside embed-refresh's 134.22 GiB process. Nothing on that card ever
+    failed alone, so 12.06 GiB was no edge, and the OOM is the job's, not a too-small card's."""
+    truths, found, _times = truth.run_fleet(72508, tmp_path)
+    scored = truth.score(truths, found)
+    assert scored.false_positives == [] and scored.missed == [] and scored.blamed == []
+    h200 = _classified_with_planted(tmp_path, 72508).filter(pl.col("card") == "139.80 GiB")
+    assert h200.filter(pl.col("cause_planted") == "external_pressure").height == 321
+    wrong = h200.filter(pl.col("cause") != pl.col("cause_planted"))
+    assert wrong.is_empty(), wrong.select("ts", "cause", "cause_planted", "rule")
+
+
+@pytest.mark.parametrize(
+    ("seed", "evidence"),
+    [
+        # chat-59b-int8-v2.2 leaks: 3 of its leak OOMs, at 46,368 to 46,592 batch x tokens, lie above the cut at
+        # 46,261 (the planted edge is 46,959); the classifier gives them to the leak, so the threshold counts 12
+        (72504, "Of the OOMs, 3 above it failed for a leak, a neighbour or a fragmented cache"),
+        # support-2b-v2.2 on T4s, cut in batch x input at 66,264: two OOMs at 64,816 and 65,536 are under it, yet
+        # their bytes (batch x (input + output)) are too many for the card, so the threshold counts 33
+        (72520, "Of the OOMs, 2 at or below it needed more than the card serves by their bytes"),
+    ],
+)
+def test_a_thresholds_oom_count_is_the_ooms_its_size_explains(tmp_path: Path, seed: int, evidence: str) -> None:
+    """Fleets 72504 and 72520 (from `--seed 72500`): a prompt threshold counted every OOM above its cut by its own
+    size. Near the card's edge that is wrong both ways: a leak OOM can be above the cut and a too-large request
+    under it (bytes per token vary 0.4 % per request). Each OOM's classified cause settles it."""
+    truths, found, _times = truth.run_fleet(seed, tmp_path)
+    counts = [c for c in truth.score(truths, found).counts if c.kind == "prompt_threshold"]
+    assert counts and all(c.found == c.planted for c in counts), [c.line() for c in counts]
+    assert any(evidence in f["evidence"] for f in truth.expand(found) if f["kind"] == "prompt_threshold")
+
+
 def _classified_with_planted(work: Path, seed: int) -> pl.DataFrame:
     """classify_ooms on a fleet's database, joined to the cause each OOM was planted with (`cause_planted`)."""
     planted = pl.read_csv(io.BytesIO(gzip.decompress((work / f"fleet-{seed}" / "oom_causes.csv.gz").read_bytes())))

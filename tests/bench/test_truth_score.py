@@ -149,7 +149,7 @@ def test_each_found_cause_s_oom_count_against_the_planted_count() -> None:
         _finding("scheduled_job", "job reindex", ooms_in=80),  # every OOM counted twice (two logs)
         _finding("capacity", "card 21.96 GiB", card="21.96 GiB"),  # states no count
         # one threshold for the whole card speaks for both versions' thresholds (35 planted)
-        _finding("prompt_threshold", "A10 24 GB", device_total=A10, model_version=None, ooms_above_threshold=35),
+        _finding("prompt_threshold", "A10 24 GB", device_total=A10, model_version=None, ooms_by_size=35),
     ]
     score = truth.score(truths, findings)
     got = {(c.kind, c.planted, c.found, c.ok) for c in score.counts}

@@ -20,7 +20,7 @@ from ...load.sql import sql_text
 from ..shared import shared
 from ..snapshot.ooms import oom_moments
 from . import leaks
-from .classify_rules import OomFacts, Verdict, decide
+from .classify_rules import EDGE_ERRORS, OomFacts, Verdict, decide
 from .oom_limits import instance_limits, token_cost
 
 # Where the neighbours come from when neither the message nor nvidia-smi names one: the card's memory accounting.
@@ -48,6 +48,7 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
     "other_pids": pl.List(pl.Int64()),
     "cap_bytes": pl.Int64(),
     "tokens": pl.Int64(),
+    "batch_x_input": pl.Int64(),
     "baseline_bytes": pl.Int64(),
     "healthy_baseline_bytes": pl.Int64(),
     "need_bytes": pl.Int64(),
@@ -80,7 +81,7 @@ def classify_ooms(
         return pl.DataFrame(schema=RESULT_SCHEMA)
     lives = leaks.lifetimes(con, None, until) if lives is None else lives
     events = _with_limits(con, _with_telemetry(con, events))
-    events = _with_needs(_with_version_lives(_with_lifetimes(events, lives), lives))
+    events = _with_edge_shown(_with_needs(_with_version_lives(_with_lifetimes(events, lives), lives)))
     snapshots = _snapshot_verdicts(con, events)
     verdicts = [_verdict(row, snapshots) for row in events.iter_rows(named=True)]
     return _result(events, verdicts)
@@ -251,6 +252,17 @@ def _with_needs(events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _with_edge_shown(events: pl.DataFrame) -> pl.DataFrame:
+    """`edge_shown`: some OOM on the event's card failed at the card's largest peak served (within the need
+    estimate's error, as `OomFacts.at_edge`) with no neighbour of known bytes beside it. Only such a failure shows
+    that peak to be what the card holds; otherwise it is the largest request seen. (A neighbour inferred from the
+    card's accounting is an upper bound that may be this process's own, so it does not count as one.)"""
+    alone = (pl.col("other_bytes").fill_null(0) <= 0) | (pl.col("neighbours_seen_by") == UNNAMED)
+    edge = pl.col("card_limit_bytes") - EDGE_ERRORS * pl.col("need_error_bytes").fill_null(0)
+    failed_there = (alone & (pl.col("need_bytes") >= edge)).fill_null(False)
+    return events.with_columns(failed_there.any().over("card").alias("edge_shown"))
+
+
 def _snapshot_verdicts(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> dict[int, tuple[str, str]]:
     """(cause, explanation) of every event a snapshot recorded, from the allocator's replayed state at its
     `oom` entry (found by the snapshot's own time and size of it: stg_oom_events.snapshot_ts)."""
@@ -333,6 +345,7 @@ def _facts(row: dict, snapshot: tuple[str, str] | None) -> OomFacts:
         in_use_on_card=row["in_use_on_card_bytes"],
         baseline_inferred=bool(row["baseline_inferred"]),
         need_error=row["need_error_bytes"],
+        edge_shown=bool(row["edge_shown"]),
     )
 
 
@@ -354,5 +367,7 @@ def _result(events: pl.DataFrame, verdicts: list[Verdict]) -> pl.DataFrame:
             "rule": pl.Utf8,
         },
     )
-    frame = pl.concat([events, decided], how="horizontal")
+    frame = pl.concat([events, decided], how="horizontal").with_columns(
+        (pl.col("batch_size") * pl.col("input_sequence_length")).alias("batch_x_input")
+    )
     return frame.select(pl.col(c).cast(t) for c, t in RESULT_SCHEMA.items()).sort(["ts", "event_id"])

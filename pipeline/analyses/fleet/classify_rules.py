@@ -83,6 +83,9 @@ class OomFacts:
     # no lifetime of its own: the baseline is a bound from the message, the start its version's (classify.py)
     baseline_inferred: bool = False
     need_error: float | None = None  # the residual standard error of the token-cost line `need` comes from
+    # an OOM on this card failed at its largest peak served with no neighbour of known bytes beside it
+    # (classify._with_edge_shown): that peak is then the card's edge, not merely the largest request seen
+    edge_shown: bool = True
 
     @property
     def allocated(self) -> int | None:
@@ -124,6 +127,14 @@ class OomFacts:
         if self.limit is None or self.device_total is None or self.other_unnamed:
             return False
         return self.limit + other > self.device_total
+
+    def edge_binds(self) -> bool:
+        """Is the largest peak served known to be what the card holds, for this event? It is where nothing of
+        known size stood beside it (its own failure shows the edge), or where another OOM on the card failed at
+        that peak alone. Else it is only the largest request seen, a lower bound: a request just above it that
+        failed beside a neighbour proves nothing about the card (fleet 72508 of bench/truth.py: a 12.15 GiB
+        need beside 134 GiB on a 139.80 GiB card whose largest request served had been 12.06 GiB)."""
+        return self.edge_shown or not self.other or self.other_unnamed
 
     def at_edge(self, need: int | None) -> bool:
         """Does `need` reach the largest peak the card has served?"""
@@ -219,20 +230,25 @@ def dominant_neighbour(f: OomFacts) -> Verdict | None:
     own = f.in_use if f.in_use is not None or not f.other_unnamed else f.reserved
     if not f.other or own is None or f.other < own:
         return None
-    if f.beyond_card(f.healthy_need) or (f.at_edge(f.healthy_need) and f.limit_without(f.other)):
+    edge, served_without = f.at_edge(f.healthy_need), f.limit_without(f.other)
+    if f.beyond_card(f.healthy_need) or (edge and served_without and f.edge_binds()):
         # the request needs more than the whole card holds even on a healthy baseline, or more than the card was
-        # seen to serve with this neighbour away: without it it fails all the same, so the card's size is the
-        # cause and the neighbour a factor (`counterfactual`)
+        # seen to serve with this neighbour away, where a failure alone showed that to be its edge: without the
+        # neighbour it fails all the same, so the card's size is the cause and the neighbour a factor
+        # (`counterfactual`)
         return None
-    also = ("capacity",) if f.at_edge(f.healthy_need) else ()
-    tail = (
-        (
+    also = ("capacity",) if edge and not served_without else ()
+    tail = ""
+    if also:
+        tail = (
             f"; {_request(f)} needed about {size(f.healthy_need)}, above the {size(f.limit)} that "
             f"succeeded here beside it, so it is also a capacity limit under that pressure"
         )
-        if also
-        else ""
-    )
+    elif edge:
+        tail = (
+            f"; {_request(f)} needed about {size(f.healthy_need)}, above the {size(f.limit)} largest peak served, "
+            f"but no OOM on {f.card} cards failed there without a neighbour: the card holds more"
+        )
     text = (
         f"{_neighbours(f)} of the {size(f.device_total)} device while this process had {size(own)}; "
         f"{size(f.free)} was free for a {size(f.requested)} request{tail}"
@@ -263,17 +279,20 @@ def counterfactual(f: OomFacts) -> Verdict | None:
     if not f.at_edge(f.healthy_need):
         return _crowded(f, f.healthy_need)
     own, added = f.crowding_odds()
-    if added <= own:
+    binds = f.edge_binds()
+    if added <= own and binds:
         return _capacity(f)
     verdict = _crowded(f, f.healthy_need)
     if verdict is None:
         return None
-    return replace(
-        verdict,
-        evidence=f"{verdict.evidence}; on the healthy baseline it is within the estimate's error "
-        f"({size(f.need_error)}) of that limit, and what stood beside it is the likelier reason "
-        f"(P {added:.2f}, its own size {own:.2f})",
+    why = (
+        f"on the healthy baseline it is within the estimate's error ({size(f.need_error)}) of that limit, and "
+        f"what stood beside it is the likelier reason (P {added:.2f}, its own size {own:.2f})"
+        if binds
+        else f"on the healthy baseline it reaches that limit, but no OOM on {f.card} cards failed there without a "
+        f"neighbour: it is only the largest request served, not what the card holds"
     )
+    return replace(verdict, evidence=f"{verdict.evidence}; {why}")
 
 
 def _crowded(f: OomFacts, healthy_need: int) -> Verdict | None:

@@ -321,7 +321,7 @@ SHAPED_RULES = {
     "device": "one device per GPU: an instance is the host, on Kubernetes the node (never a pod: every process "
     "lifetime is a pod with a new name); `match.gpu_uuid`, where the logs state it, names the same GPU",
     "ooms": "each found cause's OOM count (the finding's own count: leak_ooms, ooms_in for scheduled_job, "
-    "ooms_above_threshold for prompt_threshold, ooms otherwise) is compared with the planted `ooms`, one per real "
+    "ooms_by_size for prompt_threshold, ooms otherwise) is compared with the planted `ooms`, one per real "
     "OOM however many files hold it (counts.oom_records counts the records as written); within 5 % passes",
     "decoys_overlapping": "a decoy with `overlaps` runs over a causal job's runs on its hosts on purpose: blaming it "
     "is blaming a decoy",
