@@ -89,7 +89,7 @@ def _topic(finding: Finding) -> str:
     card_wide = finding.kind == "prompt_threshold" and not metrics.get("model_version")
     upgrade = finding.kind == "sizing" and metrics.get("action") == "upgrade"
     if (card_wide or upgrade) and metrics.get("device_total"):
-        return f"card {format_bytes(metrics['device_total'], 'GiB')}"
+        return _card_topic(metrics["device_total"])
     if finding.kind == "fragmentation" or (finding.kind == "sizing" and metrics.get("action") == "fix_allocator"):
         return "unallocated memory on " + ", ".join(sorted(metrics.get("hosts") or [str(metrics.get("instance"))]))
     if finding.kind == "capacity" and metrics.get("card"):
@@ -119,7 +119,32 @@ def merge_related(ranked: list[Finding]) -> list[Finding]:
         if _STORY.get(finding.kind, _STORY_DEFAULT) > _STORY.get(keeper.kind, _STORY_DEFAULT):
             keeper, finding = finding, keeper
         merged[topic] = _fold(keeper, finding)
-    return rank(list(merged.values()))
+    return rank(_fold_capacity_into_versions(rank(list(merged.values()))))
+
+
+def _fold_capacity_into_versions(ranked: list[Finding]) -> list[Finding]:
+    """A card's capacity finding where the card has prompt thresholds per model version only (a card-wide one
+    shares its topic and took it already): folded into the highest-ranked of them, so that the card's story is
+    told once, by a finding that says where to cap, and no second cap for the same requests stands beside it.
+    The other versions' thresholds stay findings of their own: each has its own cap."""
+    by_card: dict[str, Finding] = {}
+    for finding in ranked:
+        if finding.kind == "prompt_threshold" and finding.metrics.get("device_total"):
+            by_card.setdefault(_card_topic(finding.metrics["device_total"]), finding)
+    folded: dict[int, Finding] = {}
+    kept: list[Finding] = []
+    for finding in ranked:
+        target = by_card.get(_topic(finding)) if finding.kind == "capacity" else None
+        if target is None:
+            kept.append(finding)
+        else:
+            folded[id(target)] = _fold(folded.get(id(target), target), finding)
+    return [folded.get(id(f), f) for f in kept]
+
+
+def _card_topic(device_total: int) -> str:
+    """The topic of everything said about one card size: `card 21.96 GiB`."""
+    return f"card {format_bytes(device_total, 'GiB')}"
 
 
 def _fold(keeper: Finding, other: Finding) -> Finding:

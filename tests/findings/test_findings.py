@@ -111,6 +111,30 @@ def test_merge_keeps_the_stronger_finding_and_the_others_evidence():
     assert merged[1].metrics["related"][0]["kind"] == "capacity"
 
 
+def test_a_cards_capacity_folds_into_its_top_version_threshold_and_the_others_stay():
+    """Fleet 83510 of `bench/truth.py --seed 83500`: a T4 whose capacity finding advised a cap at 105,464 batch x
+    tokens beside two thresholds, one per model version, that advised 91,100 and 95,300: three caps for one card's
+    requests. The card's story is now told once, by the higher-ranked threshold; the other version keeps its own."""
+    t4 = 15837691904
+    merged = merge_related(
+        rank(
+            [
+                _finding("capacity", "card 14.75 GiB", 16, card="14.75 GiB"),
+                _finding("prompt_threshold", "T4 16 GB, v2.4", 10, device_total=t4, model_version="v2.4"),
+                _finding("prompt_threshold", "T4 16 GB, v2.3", 6, device_total=t4, model_version="v2.3"),
+                _finding("capacity", "card 21.96 GiB", 5, card="21.96 GiB"),
+            ]
+        )
+    )
+    assert [(f.kind, f.subject, f.impact) for f in merged] == [
+        ("prompt_threshold", "T4 16 GB, v2.4", 16),
+        ("prompt_threshold", "T4 16 GB, v2.3", 6),
+        ("capacity", "card 21.96 GiB", 5),
+    ]
+    assert [r["subject"] for r in merged[0].metrics["related"]] == ["card 14.75 GiB"]
+    assert "Also (capacity): capacity evidence" in merged[0].evidence
+
+
 def test_oom_messages_without_request_sizes_make_no_capacity_finding(tmp_path) -> None:
     """The sample fleet's a10-06 writes only a text log: 54 of its OOMs say little was free and name nobody
     else (rule own_memory: the card's accounting shows only its own memory), which a leak or a passing peak
