@@ -21,10 +21,10 @@ from .finding import Finding, Window
 # card's real edge, where no success shows which side of it it is on, and its bytes say it fitted on a fresh
 # baseline with nobody beside it (fleet 72504 of bench/truth.py: 3 leak OOMs at 46,368 to 46,592 tokens above a cut
 # at 46,261, the planted edge at 46,959). A cap would refuse them too; but each OOM is counted by one cause.
+OTHER_CAUSES = ("leak", "external_pressure", "fragmentation")
 # A neighbour is another cause only where the card is the whole device: where the threshold's card is the
 # capacity usable beside a persistent neighbour (fct_prompt_capacity), that neighbour is part of the card, and an
 # OOM beside it is the threshold's (the real H200 serve_mixed: 4 OOMs with 4.51 GiB usable beside another process).
-OTHER_CAUSES = ("leak", "external_pressure", "fragmentation")
 NEIGHBOUR_CAUSE = "external_pressure"
 # And the other way: an OOM the classifier found too large for the card on a fresh baseline (`capacity`) is the
 # threshold's even at or below the cut. Bytes per token vary per request, so sizes within about 1 % of the edge go
