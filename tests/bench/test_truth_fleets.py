@@ -15,6 +15,8 @@ from __future__ import annotations
 import gzip
 import io
 import sys
+from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 import duckdb
@@ -126,14 +128,56 @@ def test_a_request_larger_than_any_served_fails_by_the_neighbour_where_nothing_f
         (72520, "Of the OOMs, 2 at or below it needed more than the card serves by their bytes"),
     ],
 )
-def test_a_thresholds_oom_count_is_the_ooms_its_size_explains(tmp_path: Path, seed: int, evidence: str) -> None:
+def test_a_thresholds_oom_count_is_the_ooms_its_size_explains(ran: _Runs, seed: int, evidence: str) -> None:
     """Fleets 72504 and 72520 (from `--seed 72500`): a prompt threshold counted every OOM above its cut by its own
     size. Near the card's edge that is wrong both ways: a leak OOM can be above the cut and a too-large request
     under it (bytes per token vary 0.4 % per request). Each OOM's classified cause settles it."""
-    truths, found, _times = truth.run_fleet(seed, tmp_path)
+    truths, found, _work = ran(seed)
     counts = [c for c in truth.score(truths, found).counts if c.kind == "prompt_threshold"]
     assert counts and all(c.found == c.planted for c in counts), [c.line() for c in counts]
     assert any(evidence in f["evidence"] for f in truth.expand(found) if f["kind"] == "prompt_threshold")
+
+
+def test_an_oom_in_a_window_is_classified_as_in_its_history(ran: _Runs) -> None:
+    """Fleet 72504 (from `--seed 72500`): on its H100 NVLs, an OOM beside the backup's process on infer-f-2 needed
+    more than the card ever served, a card shown to hold no more by OOMs that failed there alone, on other days:
+    capacity. Classified in a window of its own second, it was the neighbour's: the window held no failure alone,
+    though the card's largest peak served is read from the whole history. A window's verdicts are its history's."""
+    _truths, _found, work = ran(72504)
+    connection = duckdb.connect(str(work / "fleet-72504.duckdb"), read_only=True)
+    try:
+        history = classify_ooms(connection)
+        beside = history.filter(
+            (pl.col("cause") == "capacity")
+            & (pl.col("other_bytes").fill_null(0) > 0)
+            & (pl.col("instance") == "infer-f-2")
+        )
+        assert beside.height >= 1
+        for row in beside.iter_rows(named=True):
+            second = timedelta(seconds=1)
+            alone = classify_ooms(connection, row["ts"] - second, row["ts"] + second)
+            (verdict,) = alone.filter(pl.col("event_id") == row["event_id"]).rows(named=True)
+            assert (verdict["cause"], verdict["rule"]) == ("capacity", row["rule"])
+    finally:
+        connection.close()
+
+
+_Runs = Callable[[int], tuple[dict, list[dict], Path]]
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> _Runs:
+    """`ran(seed)`: the fleet generated, ingested and analysed once in this module, (truths, findings, its folder)."""
+    done: dict[int, tuple[dict, list[dict], Path]] = {}
+
+    def run(seed: int) -> tuple[dict, list[dict], Path]:
+        if seed not in done:
+            work = tmp_path_factory.mktemp(f"fleet-{seed}")
+            truths, found, _times = truth.run_fleet(seed, work)
+            done[seed] = (truths, found, work)
+        return done[seed]
+
+    return run
 
 
 def _classified_with_planted(work: Path, seed: int) -> pl.DataFrame:

@@ -76,15 +76,30 @@ def classify_ooms(
     OOM its starting baseline, so they are read from before `since` too. An event is one real OOM however
     many files saw it (stg_oom_events): `sightings` counts them, `origins` names their kinds.
     """
-    events = con.sql(sql_text("q_oom_context"), params={"since": since, "until": until}).pl()
+    events = _oom_context(con, since, until)
     if events.is_empty():
         return pl.DataFrame(schema=RESULT_SCHEMA)
     lives = leaks.lifetimes(con, None, until) if lives is None else lives
-    events = _with_limits(con, _with_telemetry(con, events))
-    events = _with_edge_shown(_with_needs(_with_version_lives(_with_lifetimes(events, lives), lives)))
+    events = _sized(con, events, lives)
+    # a card's edge is shown by a failure alone at any time up to the window's end, as its largest peak served is
+    # read from the whole history: a window's verdicts are those of the history they belong to
+    history = events if since is None else _sized(con, _oom_context(con, None, until), lives)
+    events = events.join(_edges_shown(history), on="card", how="left", nulls_equal=True).with_columns(
+        pl.col("edge_shown").fill_null(False)
+    )
     snapshots = _snapshot_verdicts(con, events)
     verdicts = [_verdict(row, snapshots) for row in events.iter_rows(named=True)]
     return _result(events, verdicts)
+
+
+def _oom_context(con: duckdb.DuckDBPyConnection, since: datetime | None, until: datetime | None) -> pl.DataFrame:
+    return con.sql(sql_text("q_oom_context"), params={"since": since, "until": until}).pl()
+
+
+def _sized(con: duckdb.DuckDBPyConnection, events: pl.DataFrame, lives: pl.DataFrame) -> pl.DataFrame:
+    """The events with their neighbours, the card's limit, their lifetimes and their requests' needs."""
+    events = _with_limits(con, _with_telemetry(con, events))
+    return _with_needs(_with_version_lives(_with_lifetimes(events, lives), lives))
 
 
 def _with_limits(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.DataFrame:
@@ -252,15 +267,15 @@ def _with_needs(events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _with_edge_shown(events: pl.DataFrame) -> pl.DataFrame:
-    """`edge_shown`: some OOM on the event's card failed at the card's largest peak served (within the need
-    estimate's error, as `OomFacts.at_edge`) with no neighbour of known bytes beside it. Only such a failure shows
-    that peak to be what the card holds; otherwise it is the largest request seen. (A neighbour inferred from the
-    card's accounting is an upper bound that may be this process's own, so it does not count as one.)"""
+def _edges_shown(events: pl.DataFrame) -> pl.DataFrame:
+    """Per card, `edge_shown`: some OOM on it failed at the card's largest peak served (within the need estimate's
+    error, as `OomFacts.at_edge`) with no neighbour of known bytes beside it. Only such a failure shows that peak to
+    be what the card holds; otherwise it is the largest request seen. (A neighbour inferred from the card's
+    accounting is an upper bound that may be this process's own, so it does not count as one.)"""
     alone = (pl.col("other_bytes").fill_null(0) <= 0) | (pl.col("neighbours_seen_by") == UNNAMED)
     edge = pl.col("card_limit_bytes") - EDGE_ERRORS * pl.col("need_error_bytes").fill_null(0)
     failed_there = (alone & (pl.col("need_bytes") >= edge)).fill_null(False)
-    return events.with_columns(failed_there.any().over("card").alias("edge_shown"))
+    return events.group_by("card").agg(failed_there.any().alias("edge_shown"))
 
 
 def _snapshot_verdicts(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> dict[int, tuple[str, str]]:

@@ -84,7 +84,7 @@ class OomFacts:
     baseline_inferred: bool = False
     need_error: float | None = None  # the residual standard error of the token-cost line `need` comes from
     # an OOM on this card failed at its largest peak served with no neighbour of known bytes beside it
-    # (classify._with_edge_shown): that peak is then the card's edge, not merely the largest request seen
+    # (classify._edges_shown): that peak is then the card's edge, not merely the largest request seen
     edge_shown: bool = True
 
     @property
