@@ -34,15 +34,26 @@ from oomlab.analyses.fleet.classify import classify_ooms
 SEED = 15525
 
 
+_Runs = Callable[[int], tuple[dict, list[dict], Path]]
+
+
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, list[dict], Path]:
-    work = tmp_path_factory.mktemp("truth")
-    truths, found, _times = truth.run_fleet(SEED, work)
-    return truths, found, work
+def ran(tmp_path_factory: pytest.TempPathFactory) -> _Runs:
+    """`ran(seed)`: the fleet generated, ingested and analysed once in this module, (truths, findings, its folder)."""
+    done: dict[int, tuple[dict, list[dict], Path]] = {}
+
+    def run(seed: int) -> tuple[dict, list[dict], Path]:
+        if seed not in done:
+            work = tmp_path_factory.mktemp(f"fleet-{seed}")
+            truths, found, _times = truth.run_fleet(seed, work)
+            done[seed] = (truths, found, work)
+        return done[seed]
+
+    return run
 
 
-def test_no_decoy_is_blamed_for_an_oom_a_causal_jobs_neighbour_explains(fleet) -> None:
-    truths, found, _ = fleet
+def test_no_decoy_is_blamed_for_an_oom_a_causal_jobs_neighbour_explains(ran: _Runs) -> None:
+    truths, found, _ = ran(SEED)
     assert {d["name"] for d in truths["decoys"]} >= {"security-scan"}
     scored = truth.score(truths, found)
     assert scored.blamed == [] and scored.false_positives == []
@@ -59,11 +70,11 @@ def test_a_decoys_one_run_inside_a_causal_jobs_run_does_not_explain_it_away(tmp_
     assert {("scheduled_job", "job nightly-backup"), ("external_pressure", "job nightly-backup")} <= subjects
 
 
-def test_a_leaking_versions_short_lifetimes_fail_by_its_leak_not_by_a_transient_peak(fleet) -> None:
+def test_a_leaking_versions_short_lifetimes_fail_by_its_leak_not_by_a_transient_peak(ran: _Runs) -> None:
     """Every planted leak OOM whose request fits on the lifetime's starting baseline is the leak's, however few
     requests its lifetime served: none is a transient peak. What differs is only a request at the edge of the
     largest peak served even on the starting baseline, which no log can tell from capacity (the leak contributes)."""
-    _, _, work = fleet
+    _, _, work = ran(SEED)
     leak = _classified_with_planted(work, SEED).filter(pl.col("cause_planted") == "leak")
     assert leak.height == 46
     other = leak.filter(pl.col("cause") != "leak")
@@ -160,24 +171,6 @@ def test_an_oom_in_a_window_is_classified_as_in_its_history(ran: _Runs) -> None:
             assert (verdict["cause"], verdict["rule"]) == ("capacity", row["rule"])
     finally:
         connection.close()
-
-
-_Runs = Callable[[int], tuple[dict, list[dict], Path]]
-
-
-@pytest.fixture(scope="module")
-def ran(tmp_path_factory: pytest.TempPathFactory) -> _Runs:
-    """`ran(seed)`: the fleet generated, ingested and analysed once in this module, (truths, findings, its folder)."""
-    done: dict[int, tuple[dict, list[dict], Path]] = {}
-
-    def run(seed: int) -> tuple[dict, list[dict], Path]:
-        if seed not in done:
-            work = tmp_path_factory.mktemp(f"fleet-{seed}")
-            truths, found, _times = truth.run_fleet(seed, work)
-            done[seed] = (truths, found, work)
-        return done[seed]
-
-    return run
 
 
 def _classified_with_planted(work: Path, seed: int) -> pl.DataFrame:

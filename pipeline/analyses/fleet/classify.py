@@ -76,30 +76,22 @@ def classify_ooms(
     OOM its starting baseline, so they are read from before `since` too. An event is one real OOM however
     many files saw it (stg_oom_events): `sightings` counts them, `origins` names their kinds.
     """
-    events = _oom_context(con, since, until)
-    if events.is_empty():
+    # a card's edge is shown by a failure alone at any time up to the window's end, as its largest peak served is
+    # read from the whole history: a window's verdicts are those of the history they belong to. Every step before
+    # the verdicts is row by row, so the history is prepared once and the window cut from it.
+    history = con.sql(sql_text("q_oom_context"), params={"until": until}).pl()
+    in_window = pl.lit(True) if since is None else pl.col("ts") >= since
+    if history.filter(in_window).is_empty():
         return pl.DataFrame(schema=RESULT_SCHEMA)
     lives = leaks.lifetimes(con, None, until) if lives is None else lives
-    events = _sized(con, events, lives)
-    # a card's edge is shown by a failure alone at any time up to the window's end, as its largest peak served is
-    # read from the whole history: a window's verdicts are those of the history they belong to
-    history = events if since is None else _sized(con, _oom_context(con, None, until), lives)
-    events = events.join(_edges_shown(history), on="card", how="left", nulls_equal=True).with_columns(
-        pl.col("edge_shown").fill_null(False)
+    history = _with_needs(
+        _with_version_lives(_with_lifetimes(_with_limits(con, _with_telemetry(con, history)), lives), lives)
     )
+    events = history.filter(in_window).join(_edges_shown(history), on="card", how="left", nulls_equal=True)
+    events = events.with_columns(pl.col("edge_shown").fill_null(False))
     snapshots = _snapshot_verdicts(con, events)
     verdicts = [_verdict(row, snapshots) for row in events.iter_rows(named=True)]
     return _result(events, verdicts)
-
-
-def _oom_context(con: duckdb.DuckDBPyConnection, since: datetime | None, until: datetime | None) -> pl.DataFrame:
-    return con.sql(sql_text("q_oom_context"), params={"since": since, "until": until}).pl()
-
-
-def _sized(con: duckdb.DuckDBPyConnection, events: pl.DataFrame, lives: pl.DataFrame) -> pl.DataFrame:
-    """The events with their neighbours, the card's limit, their lifetimes and their requests' needs."""
-    events = _with_limits(con, _with_telemetry(con, events))
-    return _with_needs(_with_version_lives(_with_lifetimes(events, lives), lives))
 
 
 def _with_limits(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.DataFrame:
