@@ -124,6 +124,18 @@ def test_tensor_parallel_workers_repeat_one_report_and_a_reload_starts_the_next(
     assert [r.kv_cache_bytes for r in restarted] == [round(56.21 * GIB), round(40.00 * GIB)]
 
 
+def test_one_line_under_two_versions_is_two_start_ups_and_one_version_repeated_is_one() -> None:
+    """A poster lists vLLM's `# GPU blocks` line per release (tests/cases/realworld/pasted_text/032, from
+    https://github.com/vllm-project/vllm/issues/2136): the same blocks under 0.2.3 and 0.2.4 are two start-ups.
+    A tensor-parallel worker's repeat of its one version's line merges as before."""
+    line = "`# GPU blocks: 1464, # CPU blocks: 1310`"
+    last = line.replace("1464", "112")
+    listed = _merged(f"- vLLM 0.2.3: {line}\n- vLLM 0.2.4: {line}\n- vLLM 0.2.5 and `main`: {last}")
+    assert [(r.line, r.kv_cache_blocks_gpu) for r in listed] == [(1, 1464), (2, 1464), (3, 112)]
+    (repeated,) = _merged(f"vllm-0.2.4  | (Worker_TP0) {line}\nvllm-0.2.4  | (Worker_TP1) {line}")
+    assert repeated.kv_cache_blocks_gpu == 1464 and repeated.message.count("\n") == 1
+
+
 def _latest_past(*month_to_second: int) -> datetime:
     """vLLM's own stamps carry no year: they are read in this year, or the last one if that is in the future."""
     now = datetime.now(UTC).replace(tzinfo=None)

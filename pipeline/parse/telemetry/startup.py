@@ -3,8 +3,9 @@
 Every engine's wordings (vllm.py: vLLM and vllm-ascend; engines.py: SGLang, TGI, TensorRT-LLM, MLC LLM, vllm.rs;
 llamacpp.py: llama.cpp and ollama) are read line by line, and the lines of one start-up are merged into
 reports (`StartupMemory`), one per device the lines name (llama.cpp's and ollama's `CUDA0`, ...; most engines
-name none). A line that contradicts its device's report, comes from another engine, or loads a model after that
-device's KV cache was sized begins the next start-up. Lines repeated by tensor-parallel workers merge.
+name none). A line that contradicts its device's report, comes from another engine, names another version of
+the engine in its prefix, or loads a model after that device's KV cache was sized begins the next start-up.
+Lines repeated by tensor-parallel workers merge.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ MESSAGE_LIMIT = 4000
 _SAME_BYTES = 12 << 20
 # A plugin's start-up: the lines of the engine it plugs into (vLLM's own, in a vllm-ascend log) are its own.
 _REFINES = {"vllm-ascend": "vllm"}
+# The engine's name and a version right after it in a line's prefix (`- vLLM 0.2.4: `, `vllm==0.4.1 | `): one
+# start-up runs one version, so lines that name two are two start-ups however alike their amounts (a poster's
+# list of the same line under several releases). A tensor-parallel worker's repeat names its engine's version.
+_NAMED_VERSION = r"(?<![\w.-]){engine}\s*(?:==|[-:=]\s*|version\s+)?v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+)?)(?![\w.])"
 
 # vLLM's own logger stamp, `INFO 08-12 22:32:11`, after whatever prefixes wrap it (`(EngineCore pid=1) `,
 # `[Stage-1] `, a re-logging job runner's own `07:29:02 [INFO] ...`).
@@ -77,6 +82,7 @@ class StartupMerger:
 
     reports: dict[str | None, StartupMemory] = field(default_factory=dict)
     lines: dict[str | None, list[str]] = field(default_factory=dict)
+    versions: dict[str | None, str] = field(default_factory=dict)  # the engine version a start-up's lines named
     hosts: set[str] = field(default_factory=set)  # host engines (ollama) whose own lines this log has shown
 
     def add(self, line: int, ts: datetime | None, text: str) -> Iterator[StartupMemory]:
@@ -89,7 +95,9 @@ class StartupMerger:
         """`add`, for a line already read."""
         reading = self._hosted(reading, text)
         report = self.reports.get(reading.device)
-        if report is not None and _ends(report, reading):
+        version = named_version(text[: reading.at], reading.framework)
+        started = self.versions.get(reading.device)
+        if report is not None and (_ends(report, reading) or _other_version(started, version)):
             yield from self.close()
             report = None
         if not reading.amounts and not reading.soft:
@@ -98,6 +106,8 @@ class StartupMerger:
             report = StartupMemory(line, ts, reading.variant, reading.framework, reading.device)
         self.reports[reading.device] = _merged(report, reading)
         self.lines.setdefault(reading.device, []).append(text.strip())
+        if version is not None:
+            self.versions.setdefault(reading.device, version)
 
     def close(self) -> list[StartupMemory]:
         """The reports of the start-up being read, completed, in line order; the merger is empty afterwards."""
@@ -105,7 +115,7 @@ class StartupMerger:
             _complete(replace(report, message="\n".join(self.lines[device])[:MESSAGE_LIMIT]))
             for device, report in sorted(self.reports.items(), key=lambda item: item[1].line)
         ]
-        self.reports, self.lines = {}, {}
+        self.reports, self.lines, self.versions = {}, {}, {}
         return done
 
     def _hosted(self, reading: Reading, text: str) -> Reading:
@@ -126,6 +136,20 @@ def _ends(report: StartupMemory, reading: Reading) -> bool:
         or _contradicts(report, reading.amounts)
         or (reading.opens and report.kv_cache_bytes is not None)
     )
+
+
+def named_version(prefix: str, framework: str) -> str | None:
+    """The version of `framework` (or the engine it refines) that a line's prefix names, or None."""
+    for engine in dict.fromkeys((framework, _REFINES.get(framework, framework))):
+        found = re.search(_NAMED_VERSION.format(engine=re.escape(engine)), prefix, re.IGNORECASE)
+        if found:
+            return found.group(1)
+    return None
+
+
+def _other_version(started: str | None, version: str | None) -> bool:
+    """Whether a line names a version other than the one its start-up's lines named."""
+    return started is not None and version is not None and version != started
 
 
 def _same_engine(one: str, other: str) -> bool:
