@@ -115,7 +115,10 @@ def test_the_last_line_and_the_table(
     # the leak's finding states no OOM count (metrics.leak_ooms): counted, and failed
     assert row.split() == ["leak", "4", "2", "4", "2", "0.50", "0.50", "40", "0", "-100.0%", "0/2"]
     assert "  count: leak model_version chat-7b-v1.1: no OOM count stated (leak_ooms), 20 planted" in lines
-    assert "counts: 0 of 10 found causes within 5% of the OOMs planted (10 off or not stated)" in lines
+    assert (
+        "counts: 0 of 10 found causes within 5% of the OOMs planted (10 off or not stated, 0 of them within what "
+        "the requests at a cause's edge allow)"
+    ) in lines
 
 
 def test_nothing_to_measure_fails(
@@ -167,6 +170,37 @@ def test_each_found_cause_s_oom_count_against_the_planted_count() -> None:
     ]
     row = next(r for r in truth.table(score) if r.startswith("all "))
     assert row.split()[-4:] == ["225", "219", "-2.7%", "2/4"]
+
+
+def test_a_count_off_only_by_requests_at_a_causes_edge_says_so_and_still_fails() -> None:
+    """Fleet 97305 (`bench/truth.py --seed 97300`): a leak planted with 2 OOMs was found with 1; the other needed
+    0.21 % more than the largest peak the card served, within the 0.4 % sd of a request's own bytes per token, and
+    went to capacity. Its truths' ooms_range [1, 2] says a count of 1 is what no log can settle; a count outside
+    the range, or with no range stated, is plainly off."""
+    leak = {"model_version": "agent-849m-v2.3"}
+    truths = {
+        "causes": [
+            {**_cause("leak", "model_version agent-849m-v2.3", leak, ooms=2), "ooms_range": [1, 2]},
+            {**_cause("capacity", "card 21.96 GiB", {"device_total": A10}, ooms=497), "ooms_range": [495, 498]},
+            _cause("scheduled_job", "job reindex", {"job": "reindex"}, ooms=40),
+        ],
+        "decoys": [],
+    }
+    findings = [
+        _finding("leak", "model_version agent-849m-v2.3", leak_ooms=1),
+        _finding("capacity", "card 21.96 GiB", card="21.96 GiB", ooms=530),
+        _finding("scheduled_job", "job reindex", ooms_in=30),
+    ]
+    score = truth.score(truths, findings)
+    got = {(c.kind, c.edges, c.ok, c.at_edge) for c in score.counts}
+    assert got == {
+        ("leak", (1, 2), False, True),
+        ("capacity", (495, 498), False, False),  # 530 is beyond 498 + 5 %
+        ("scheduled_job", None, False, False),
+    }
+    (line,) = [c.line() for c in score.counts if c.kind == "leak"]
+    assert line.endswith("(-50.0%, off by more than 5%; 1 to 2 with the requests at a cause's edge on either side)")
+    assert score.total.counts_ok == 0 and score.total.counts_at_edge == 1
 
 
 def test_a_device_is_its_node_or_gpu_uuid_never_a_pod() -> None:

@@ -16,6 +16,10 @@ from .models import SPEED
 from .spec import Host, Scenario
 
 NEIGHBOUR_MARGIN = 64 * MIB  # a neighbour's process starts only if the device has this much to spare beside it
+BYTES_NOISE = 0.004  # sd of the log-normal factor on each request's bytes per token: no log states it
+# A failed request is at a cause's edge when its cause changes with its bytes moved two such sd either way
+# (~95 % of requests' noise): the logs cannot tell which side of the edge it fell.
+EDGE_SPREAD = 2 * BYTES_NOISE
 
 
 @dataclass
@@ -65,6 +69,10 @@ class HostSim:
     leak_too: np.ndarray
     lifetimes: list[Lifetime]
     runs: list[Run]
+    # The cause of each failed request with its bytes EDGE_SPREAD smaller and larger (its own cause where it would
+    # then fit or fail the same way); OK for requests that did not fail.
+    cause_low: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
+    cause_high: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
     latency: np.ndarray = field(default_factory=lambda: np.zeros(0))
     res_before: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     res_after: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -140,7 +148,7 @@ def simulate_host(scenario: Scenario, idx: int) -> HostSim:
     rng = np.random.default_rng(np.random.SeedSequence([scenario.seed, idx, 1]))
     ts = arrivals(scenario.start_ms, scenario.end_ms, host.requests_per_day, scenario.traffic.peak_hour_utc, rng)
     req = features(ts, scenario.traffic, rng)
-    noise = np.exp(rng.normal(0, 0.004, len(ts)))  # bytes per token vary a little per request
+    noise = np.exp(rng.normal(0, BYTES_NOISE, len(ts)))  # bytes per token vary a little per request
     dep_t = np.array([t for t, _ in host.deploys], dtype=np.int64)
     dep_v = np.array([v for _, v in host.deploys], dtype=np.int64)
     planned = dep_v[np.searchsorted(dep_t, ts, side="right") - 1]
@@ -157,7 +165,7 @@ def simulate_host(scenario: Scenario, idx: int) -> HostSim:
     frag = host.fragmentation
     largest_free = np.exp(rng.normal(np.log(frag.largest_free_median), 0.35, len(ts))) if frag else np.zeros(len(ts))
     out = _loop(scenario, host, rng, req.ts, need, requested, largest_free, leak)
-    keep, version, life, before, after, other, run, cause, leak_too, state, runs = out
+    keep, version, life, before, after, other, run, cause, leak_too, state, runs, edges = out
     req = req.take(keep)
     starts = np.array([lt.start_ms for lt in state.lives], dtype=np.int64)
     sim = HostSim(
@@ -177,6 +185,7 @@ def simulate_host(scenario: Scenario, idx: int) -> HostSim:
         state.lives,
         runs,
     )
+    sim.cause_low, sim.cause_high = edges
     sim.latency = latency_ms(req, SPEED[host.card.key] >= 1.5, cause > 0, rng)
     _reserved(scenario, sim)
     _oom_state(scenario, sim, rng)
@@ -201,7 +210,8 @@ def _loop(
     active: Run | None = None
     n = len(ts)
     keep = np.zeros(n, dtype=bool)
-    cols = {k: np.zeros(n, dtype=np.int64) for k in ("version", "life", "before", "after", "other", "run", "cause")}
+    names = ("version", "life", "before", "after", "other", "run", "cause", "cause_low", "cause_high")
+    cols = {k: np.zeros(n, dtype=np.int64) for k in names}
     leak_too = np.zeros(n, dtype=bool)
     bases = {v: base_bytes(scenario, host, v) for _, v in host.deploys}
     frag_full = frag_reserved(scenario, host) if frag else 0
@@ -244,18 +254,17 @@ def _loop(
         other = active.bytes if active is not None else 0
         v, base, nd = life.version, bases[life.version], need_l[k]
         before = base + state.leaked
-        budget_o = scenario.efficiency * (avail0 - other)
-        budget_0 = scenario.efficiency * avail0
-        cause = OK
-        if before + nd > budget_o:
-            cause, leak_too[k] = _why(before, base, nd, budget_0, budget_o)
-        elif (
-            frag
-            and t - life.start_ms >= frag.warmup_ms
-            and req_l[k] > max(free_l[k], frag_free)
-            and frag_full - before - nd >= req_l[k]  # pinned segments hold enough room in total, in no block
-        ):
-            cause = FRAGMENTATION
+        budgets = (scenario.efficiency * avail0, scenario.efficiency * (avail0 - other))
+        # pinned segments can refuse the request only once warm, and only where no free block holds it
+        pinned = (
+            frag_full if frag and t - life.start_ms >= frag.warmup_ms and req_l[k] > max(free_l[k], frag_free) else 0
+        )
+        memory_now = (before, base, budgets, pinned, req_l[k])
+        cause, leak_too[k] = _verdict(nd, *memory_now)
+        if cause != OK:
+            for key, factor in (("cause_low", 1 - EDGE_SPREAD), ("cause_high", 1 + EDGE_SPREAD)):
+                moved = _verdict(int(nd * factor), *memory_now)[0]
+                cols[key][k] = cause if moved == OK else moved
         after = before
         if cause == OK:
             state.leaked += int(leak[v])
@@ -285,7 +294,22 @@ def _loop(
         leak_too[keep],
         state,
         runs,
+        (sel["cause_low"].astype(np.int8), sel["cause_high"].astype(np.int8)),
     )
+
+
+def _verdict(
+    need: int, before: int, base: int, budgets: tuple[float, float], pinned: int, requested: int
+) -> tuple[int, bool]:
+    """(cause, leak too) of a request needing `need` bytes on `before` allocated: OK if it fits the budget beside
+    the neighbour (`budgets`: without it, beside it) and, on a fragmented cache (`pinned` bytes reserved in
+    segments, 0 where none refuse it), fragmentation when the segments hold room for it in total, in no block."""
+    budget_0, budget_o = budgets
+    if before + need > budget_o:
+        return _why(before, base, need, budget_0, budget_o)
+    if pinned and pinned - before - need >= requested:
+        return FRAGMENTATION, False
+    return OK, False
 
 
 def _why(before: int, base: int, need: int, budget_0: float, budget_o: float) -> tuple[int, bool]:

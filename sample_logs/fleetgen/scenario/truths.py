@@ -35,6 +35,9 @@ RULES = {
     "baseline with no neighbour",
     "decoys": "jobs that hold no GPU memory and change nothing: any finding naming one is a decoy blamed",
     "cron": "5-field cron in UTC; hosts are globs (fnmatch), `;` lists or `*`",
+    "ooms_range": "[fewest, most] OOMs the cause would have if each failed request whose cause changes with its "
+    "bytes 0.8 % (2 sd of the per-request bytes-per-token noise) smaller or larger took the other side's cause: "
+    "a count outside `ooms` but inside this range is off by what no log can tell",
 }
 
 
@@ -47,8 +50,21 @@ def _cause(kind: str, subject: str, match: dict[str, Any], ooms: int, required: 
 
 
 def _by_host(sims: list[HostSim], mask) -> dict[str, int]:
-    out = {s.host.name: int(mask(s).sum()) for s in sims}
+    """OOMs per host that `mask(sim, causes)` picks with each request's planted cause."""
+    out = {s.host.name: int(mask(s, s.cause).sum()) for s in sims}
     return {k: v for k, v in out.items() if v}
+
+
+def _ooms_range(sims: list[HostSim], mask) -> list[int]:
+    """[fewest, most] OOMs `mask` picks when each failed request at a cause's edge (HostSim.cause_low and
+    cause_high) may take the cause on either side of it: how far a count can be off for want of what no log
+    states, each request's own bytes per token."""
+    low = high = 0
+    for s in sims:
+        picked = [mask(s, causes) for causes in (s.cause, s.cause_low, s.cause_high)]
+        low += int((picked[0] & picked[1] & picked[2]).sum())
+        high += int((picked[0] | picked[1] | picked[2]).sum())
+    return [low, high]
 
 
 def _leaks(scenario: Scenario, sims: list[HostSim]) -> list[dict]:
@@ -56,7 +72,11 @@ def _leaks(scenario: Scenario, sims: list[HostSim]) -> list[dict]:
     for vid, version in enumerate(scenario.versions):
         if not version.leak_per_request:
             continue
-        by_host = _by_host(sims, lambda s, v=vid: (s.cause == LEAK) & (s.version == v))
+
+        def leaked(s: HostSim, causes: np.ndarray, v: int = vid) -> np.ndarray:
+            return (causes == LEAK) & (s.version == v)
+
+        by_host = _by_host(sims, leaked)
         lives = [(s, lt) for s in sims for lt in s.lifetimes if lt.version == vid]
         if not lives:
             continue
@@ -75,6 +95,7 @@ def _leaks(scenario: Scenario, sims: list[HostSim]) -> list[dict]:
                 {"model_version": version.name},
                 ooms,
                 ooms >= MIN_OOMS or growth >= LEAK_GROWTH,
+                ooms_range=_ooms_range(sims, leaked),
                 ooms_by_host=by_host,
                 bytes_per_request=version.leak_per_request,
                 bytes_per_hour=rates,
@@ -90,11 +111,11 @@ def _neighbours(scenario: Scenario, sims: list[HostSim]) -> tuple[list[dict], li
     causes, harmless = [], []
     for k, n in enumerate(scenario.neighbours):
 
-        def mine(s: HostSim, k: int = k) -> np.ndarray:
-            hit = np.zeros(len(s.cause), dtype=bool)
+        def mine(s: HostSim, causes: np.ndarray, k: int = k) -> np.ndarray:
+            hit = np.zeros(len(causes), dtype=bool)
             rows = s.run >= 0
             hit[rows] = np.array([s.runs[r].neighbour == k for r in s.run[rows]], dtype=bool)
-            return hit & (s.cause == EXTERNAL)
+            return hit & (causes == EXTERNAL)
 
         by_host = _by_host(sims, mine)
         ooms = sum(by_host.values())
@@ -109,6 +130,7 @@ def _neighbours(scenario: Scenario, sims: list[HostSim]) -> tuple[list[dict], li
             "windows": [[iso(a), iso(b)] for a, b in n.windows],
             "runs_started": sum(r.started for r in runs),
             "runs_that_did_not_fit": sum(not r.started for r in runs),
+            "ooms_range": _ooms_range(sims, mine),
             "ooms_by_host": by_host,
         }
         if ooms == 0:
@@ -131,7 +153,11 @@ def _fragmentation(scenario: Scenario, sims: list[HostSim]) -> list[dict]:
         frag = sim.host.fragmentation
         if frag is None:
             continue
-        ooms = int((sim.cause == FRAGMENTATION).sum())
+
+        def fragmented(s: HostSim, causes: np.ndarray) -> np.ndarray:
+            return causes == FRAGMENTATION
+
+        ooms = int(fragmented(sim, sim.cause).sum())
         if ooms == 0:
             continue
         name = sim.host.name
@@ -142,6 +168,7 @@ def _fragmentation(scenario: Scenario, sims: list[HostSim]) -> list[dict]:
                 {"instance": name},
                 ooms,
                 ooms >= MIN_OOMS,
+                ooms_range=_ooms_range([sim], fragmented),
                 warmup_hours=frag.warmup_ms / 3_600_000,
                 prefix_cache_bytes=frag.prefix_cache,
                 reserved_when_fragmented=frag_reserved(scenario, sim.host),
@@ -158,15 +185,21 @@ def _capacity(scenario: Scenario, sims: list[HostSim]) -> list[dict]:
     cards = {s.host.card.key: s.host.card for s in sims}
     for key, card in cards.items():
         mine = [s for s in sims if s.host.card.key == key]
-        by_host = _by_host(mine, lambda s: s.cause == CAPACITY)
+        by_host = _by_host(mine, _too_large)
         ooms = sum(by_host.values())
         if ooms:
             match = {"device_total": card.device_total}
             subject = f"card {card_gib(card)}"
-            out.append(_cause("capacity", subject, match, ooms, ooms >= MIN_OOMS, card=key, ooms_by_host=by_host))
+            edges = _ooms_range(mine, _too_large)
+            detail = {"card": key, "ooms_range": edges, "ooms_by_host": by_host}
+            out.append(_cause("capacity", subject, match, ooms, ooms >= MIN_OOMS, **detail))
         for vid, version in enumerate(scenario.versions):
             logged = [s for s in mine if s.host.log == "requests"]
-            by_host = _by_host(logged, lambda s, v=vid: (s.cause == CAPACITY) & (s.version == v))
+
+            def too_large_on(s: HostSim, causes: np.ndarray, v: int = vid) -> np.ndarray:
+                return _too_large(s, causes) & (s.version == v)
+
+            by_host = _by_host(logged, too_large_on)
             n = sum(by_host.values())
             if not n:
                 continue
@@ -182,10 +215,15 @@ def _capacity(scenario: Scenario, sims: list[HostSim]) -> list[dict]:
                     metric="batch_size * (input_sequence_length + output_sequence_length)",
                     N=mm.token_threshold(card.device_total),
                     sharpness="bytes per token vary with sd 0.4 %: requests within ~1 % of N go either way",
+                    ooms_range=_ooms_range(logged, too_large_on),
                     ooms_by_host=by_host,
                 )
             )
     return out
+
+
+def _too_large(s: HostSim, causes: np.ndarray) -> np.ndarray:
+    return causes == CAPACITY
 
 
 def _hosts(scenario: Scenario, sims: list[HostSim], sizes: dict[str, int]) -> list[dict]:
