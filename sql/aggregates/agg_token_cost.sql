@@ -31,20 +31,26 @@ line AS (
 -- requests; where it does not (the real H200 captures' 102 llama-mini-v3 requests: 2.8 MB among the largest
 -- tenth, 5.2 MB over all, the allocator's rounding), the classifier keeps the larger. A tenth: the largest
 -- requests, and still enough of them for a spread (11 of 102 there). A root mean square about the line, not
--- about the tenth's own mean: the line's bias there is error too.
+-- about the tenth's own mean: the line's bias there is error too. `edge_relative_residual` is the same scatter as
+-- a share of each request's estimated need: where bytes per token vary per request the error grows with the
+-- request, and a request at the card's edge can be larger than any of the tenth (the classifier scales it).
 edge_residuals AS (
-    SELECT s.model_version, s.need_bytes - (l.fixed_bytes + l.bytes_per_token * s.tokens) AS residual
+    SELECT s.model_version, s.need_bytes - (l.fixed_bytes + l.bytes_per_token * s.tokens) AS residual,
+           l.fixed_bytes + l.bytes_per_token * s.tokens AS fitted
     FROM served AS s
     JOIN line AS l ON s.model_version = l.model_version
     WHERE s.tokens >= l.edge_tokens
 ),
 edge AS (
     SELECT model_version,
-           CASE WHEN count(*) > 2 THEN sqrt(avg(residual * residual)) END AS edge_residual_bytes
+           CASE WHEN count(*) > 2 THEN sqrt(avg(residual * residual)) END AS edge_residual_bytes,
+           CASE WHEN count(*) FILTER (WHERE fitted > 0) > 2
+                THEN sqrt(avg((residual / fitted) * (residual / fitted)) FILTER (WHERE fitted > 0))
+           END AS edge_relative_residual
     FROM edge_residuals
     GROUP BY model_version
 )
 SELECT line.model_version, line.bytes_per_token, line.fixed_bytes, line.r2, line.residual_bytes,
-       edge.edge_residual_bytes, line.requests, line.max_ok_tokens
+       edge.edge_residual_bytes, edge.edge_relative_residual, line.requests, line.max_ok_tokens
 FROM line
 LEFT JOIN edge ON line.model_version = edge.model_version;

@@ -34,15 +34,12 @@ SELECT
     CASE WHEN o.neighbours IS NULL THEN NULL
          ELSE coalesce(list_sum([p.in_use_bytes FOR p IN o.neighbours]), 0)::BIGINT END AS other_bytes,
     [p.pid FOR p IN o.neighbours] AS other_pids,
-    -- memory in use on the card that neither this process (what it says it holds, else what PyTorch reserved
-    -- and a context, CONTEXT_ALLOWANCE_BYTES) nor a listed neighbour accounts for: processes the message does not
-    -- name (ROCm's and pre-2.1 messages list none). Only where the message names no neighbour, the card was short
-    -- of the request (with room on the card a cap or the allocator decided, not a neighbour), and the memory is
-    -- more than the figures' print rounding and would have covered the shortfall (without it the request fits).
+    -- memory in use on the card that neither this process nor a listed neighbour accounts for, where the message
+    -- names no neighbour (oomlab_unnamed_bytes)
     CASE WHEN coalesce(len(o.neighbours), 0) = 0 THEN
-        CASE WHEN o.requested_bytes > o.free_bytes
-                  AND u.unaccounted >= greatest(o.requested_bytes - o.free_bytes, u.slack)
-             THEN u.unaccounted END
+        oomlab_unnamed_bytes(o.total_capacity_bytes, o.free_bytes, coalesce(o.process_in_use_bytes, o.self_bytes),
+                             coalesce(o.reserved_bytes, o.allocated_by_pytorch_bytes + o.reserved_unallocated_bytes),
+                             o.requested_bytes)
     END::BIGINT AS unnamed_other_bytes,
     o.total_capacity_bytes - o.free_bytes AS in_use_on_card_bytes,
     o.self_pid,
@@ -60,15 +57,5 @@ SELECT
 FROM stg_oom_events AS o
 LEFT JOIN agg_oom_requests AS r
     ON o.origin = 'structured' AND r.source_id = o.source_id AND r.line = o.line
-CROSS JOIN LATERAL (
-    SELECT
-        o.total_capacity_bytes - o.free_bytes
-            - coalesce(o.process_in_use_bytes, o.self_bytes,
-                       coalesce(o.reserved_bytes, o.allocated_by_pytorch_bytes + o.reserved_unallocated_bytes)
-                       + CONTEXT_ALLOWANCE_BYTES()) AS unaccounted,
-        oomlab_printed_slack(o.total_capacity_bytes) + oomlab_printed_slack(o.free_bytes)
-            + oomlab_printed_slack(coalesce(o.process_in_use_bytes, o.self_bytes, o.reserved_bytes,
-                                            o.allocated_by_pytorch_bytes)) AS slack
-) AS u
 LEFT JOIN fct_oom_instance_limits AS l
     ON l.instance = o.instance AND l.gpu_index = coalesce(o.gpu_index, 0);

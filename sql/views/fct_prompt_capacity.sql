@@ -1,7 +1,8 @@
 -- What a request on each device can use: the card, less a per-process cap (`X allowed;` in its OOM
--- messages) and less a neighbour process that every one of its OOM messages names. A neighbour named in
+-- messages) and less a neighbour process that every one of its OOMs shows (named in the message, or, where the
+-- message names none, memory in use that this process does not hold: oomlab_unnamed_bytes). A neighbour shown in
 -- every OOM is part of the device's environment (a co-tenant), so its requests are judged against the
--- memory left; one named only in some OOMs is intermittent (a backup, a job) and those OOMs are left out
+-- memory left; one shown only in some OOMs is intermittent (a backup, a job) and those OOMs are left out
 -- of the threshold instead (fct_prompt_requests). So is one named in every OOM when a successful request
 -- held more than the card less the neighbour (`max_ok_peak_bytes`): it was not there then, so it comes and
 -- goes, and the OOMs only happen while it is there (a job's process).
@@ -16,11 +17,19 @@ ooms AS (
         instance,
         coalesce(gpu_index, 0) AS gpu_index,
         count(*) AS ooms,
-        count(*) FILTER (WHERE len(neighbours) > 0) AS neighbour_ooms,
-        median(list_sum(list_transform(neighbours, lambda p: p.in_use_bytes)))::BIGINT AS neighbour_bytes,
+        count(neighbour_bytes) AS neighbour_ooms,
+        median(neighbour_bytes)::BIGINT AS neighbour_bytes,
         max(allowed_bytes) AS cap_bytes
-    FROM stg_oom_events
-    WHERE instance IS NOT NULL
+    FROM (
+        SELECT instance, gpu_index, allowed_bytes,
+               CASE WHEN len(neighbours) > 0 THEN list_sum(list_transform(neighbours, lambda p: p.in_use_bytes))
+                    ELSE oomlab_unnamed_bytes(
+                             total_capacity_bytes, free_bytes, coalesce(process_in_use_bytes, self_bytes),
+                             coalesce(reserved_bytes, allocated_by_pytorch_bytes + reserved_unallocated_bytes),
+                             requested_bytes) END AS neighbour_bytes
+        FROM stg_oom_events
+        WHERE instance IS NOT NULL
+    ) AS shown
     GROUP BY ALL
 ),
 persistent AS (

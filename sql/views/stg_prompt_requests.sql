@@ -9,8 +9,10 @@
 -- device's capacity is known):
 --   cost_unknown       on a raised baseline whose size costs are not known to SIZE_COST_MAX_ERROR (no peaks
 --                      logged, or sizes that do not set the memory)
---   names_neighbour    an OOM whose message names another process (left out where the device's other OOMs do not
---                      all name one: an intermittent neighbour such as a backup; a constant one is in capacity)
+--   names_neighbour    an OOM that shows another process: its message names one, or, naming none, the card had
+--                      more in use than this process holds by the request's shortfall (oomlab_unnamed_bytes: ROCm's
+--                      messages list no process). Left out where the device's other OOMs do not all show one: an
+--                      intermittent neighbour such as a backup; a constant one is in capacity (fct_prompt_capacity)
 --   fragmented         an OOM with at least FRAGMENTED_REQUEST_MULTIPLE times the request and FRAGMENTED_CARD_SHARE
 --                      of the card reserved but unallocated: the memory was there, in pieces (smaller slack is
 --                      normal caching)
@@ -81,9 +83,19 @@ sized AS (
         -- a neighbour is named when the message lists a process besides this one: PyTorch prints the "this
         -- process" clause when it finds its own pid among the driver's list; without it (a PID namespace) one
         -- of the listed is this process (stg_oom_sightings), so only a second one is a neighbour. Counted, not
-        -- judged by size, so that this per-row reading stays portable to the aggregate tier's engines.
-        r.is_oom AND coalesce(array_length(e.other_processes), 0)
-            > CASE WHEN e.process_in_use_bytes IS NULL THEN 1 ELSE 0 END AS names_neighbour,
+        -- judged by size, so that this per-row reading stays portable to the aggregate tier's engines. Where
+        -- none is named, the card's accounting may still show one (oomlab_unnamed_bytes), what this process
+        -- holds being its own clause, else the one process listed, else PyTorch's reserve and a context.
+        r.is_oom AND CASE
+            WHEN coalesce(array_length(e.other_processes), 0)
+                 > CASE WHEN e.process_in_use_bytes IS NULL THEN 1 ELSE 0 END THEN true
+            ELSE oomlab_unnamed_bytes(
+                     e.total_capacity_bytes, e.free_bytes,
+                     coalesce(e.process_in_use_bytes,
+                              CASE WHEN array_length(e.other_processes) = 1 THEN e.other_processes[1].in_use_bytes END),
+                     coalesce(e.reserved_bytes, e.allocated_by_pytorch_bytes + e.reserved_unallocated_bytes),
+                     e.requested_bytes) IS NOT NULL
+        END AS names_neighbour,
         coalesce(e.reserved_unallocated_bytes, r.reserved_memory - r.allocator_allocated)
             AS reserved_unallocated_bytes,
         coalesce(e.requested_bytes, r.requested_size) AS requested_bytes,

@@ -173,6 +173,29 @@ def test_an_oom_in_a_window_is_classified_as_in_its_history(ran: _Runs) -> None:
         connection.close()
 
 
+def test_ooms_beside_a_neighbour_no_message_names_stay_out_of_the_threshold(ran: _Runs) -> None:
+    """Fleet 98602 (from `--seed 98600`): on MI300Xs, whose ROCm messages list no process, embed-refresh's 42 GiB
+    process caused 803 OOMs that only the card's accounting shows (in use beyond what the service holds). Counted as
+    clean requests, they put 792 failures under agent-64b-v3.3's cut, and its threshold (341 OOMs) was not claimed."""
+    truths, found, _work = ran(98602)
+    scored = truth.score(truths, found)
+    assert scored.missed == [] and scored.false_positives == [] and scored.blamed == []
+    (threshold,) = [f for f in truth.expand(found) if f["kind"] == "prompt_threshold"]
+    assert threshold["metrics"]["model_version"] == "agent-64b-v3.3"
+    assert threshold["metrics"]["ooms_by_size"] == 341
+
+
+def test_a_request_above_the_largest_tenth_has_an_error_its_size(ran: _Runs) -> None:
+    """Fleet 98604 (from `--seed 98600`): a request of 122,736 tokens failed alone on a fresh summarize-300m-v3.3,
+    its estimated need (11.94 GiB) 82 MB under the largest peak served (12.02 GiB). The line's error among the
+    largest tenth of requests (from 49,606 tokens) was 29.7 MB, so the need was more than two errors short and the
+    OOM a transient peak; bytes per token vary per request, and at its size the error is the tenth's share of need
+    times its own need. Every capacity OOM planted is capacity."""
+    _truths, _found, work = ran(98604)
+    planted = _classified_with_planted(work, 98604).filter(pl.col("cause_planted") == "capacity")
+    assert planted.height == 19 and (planted["cause"] == "capacity").all(), planted.select("ts", "cause", "rule")
+
+
 def _classified_with_planted(work: Path, seed: int) -> pl.DataFrame:
     """classify_ooms on a fleet's database, joined to the cause each OOM was planted with (`cause_planted`)."""
     planted = pl.read_csv(io.BytesIO(gzip.decompress((work / f"fleet-{seed}" / "oom_causes.csv.gz").read_bytes())))
