@@ -185,6 +185,17 @@ def test_ooms_beside_a_neighbour_no_message_names_stay_out_of_the_threshold(ran:
     assert threshold["metrics"]["ooms_by_size"] == 341
 
 
+def test_a_neighbours_bytes_take_the_share_of_allocated_room_the_card_gives(ran: _Runs) -> None:
+    """Fleet 98602 (from `--seed 98600`): the cards turned at most 157.55 GiB (82 % of what a process has) into
+    allocated peaks. A leaking agent-64b-int8-v3.2 failed beside embed-refresh's 42 GiB: on its healthy baseline it
+    needed 120.41 GiB, and 120.41 + 42.02 GiB is over the edge, so the neighbour was blamed; but the neighbour's
+    bytes take only the share of allocated room the card gives (34.67 GiB), so it fit beside it, and the leak
+    (45.8 GiB) alone made it fail. Every planted leak OOM is the leak's."""
+    _truths, _found, work = ran(98602)
+    leak = _classified_with_planted(work, 98602).filter(pl.col("cause_planted") == "leak")
+    assert leak.height == 10 and (leak["cause"] == "leak").all(), leak.select("ts", "cause", "rule")
+
+
 def test_a_request_above_the_largest_tenth_has_an_error_its_size(ran: _Runs) -> None:
     """Fleet 98604 (from `--seed 98600`): a request of 122,736 tokens failed alone on a fresh summarize-300m-v3.3,
     its estimated need (11.94 GiB) 82 MB under the largest peak served (12.02 GiB). The line's error among the

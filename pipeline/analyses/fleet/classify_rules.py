@@ -110,6 +110,22 @@ class OomFacts:
             return self.excess >= LEAKED_STEP_BYTES
         return self.excess >= max(MIN_EXCESS_BYTES, MIN_EXCESS_SHARE * (self.limit or 0))
 
+    @property
+    def displaced(self) -> int:
+        """The allocated room a neighbour's bytes take from this process. Alone, the card turned at most `limit` of
+        the memory a process has (its total less a context) into allocated peaks; the rest is the allocator's waste
+        at a peak (segments rounded and split as the requests' blocks were), which grows with what is allocated.
+        A neighbour's bytes come out of that memory, so they take the same share of the allocated room: on a card
+        whose edge is shown (an OOM failed at `limit` alone) `other` times limit / (total - context). Where the
+        card is not shown to hold no more, `limit` may be only the largest request seen, and the share unknown:
+        all of `other`."""
+        if not self.other:
+            return 0
+        usable = (self.device_total or 0) - CONTEXT_ALLOWANCE_BYTES
+        if not self.edge_shown or self.limit is None or usable <= 0:
+            return self.other
+        return round(self.other * min(1.0, self.limit / usable))
+
     def beyond_card(self, need: int | None) -> bool:
         """Does `need` exceed what the card gives one process with nobody beside it: its total less a CUDA
         context? (The largest peak served, `limit`, is no bound here: beside a neighbour no large request
@@ -152,7 +168,7 @@ class OomFacts:
         healthy need is merely near the limit: fleet 38810 of bench/truth.py.)"""
         if self.healthy_need is None or self.limit is None:
             return 1.0, 0.0
-        added = (self.excess if self.raised() else 0) + (self.other or 0)
+        added = (self.excess if self.raised() else 0) + self.displaced
         gap = self.limit - self.healthy_need
         own = _upper_tail(gap, self.need_error or 0)
         return own, (_upper_tail(gap - added, self.need_error or 0) - own if added > 0 else 0.0)
@@ -298,7 +314,7 @@ def counterfactual(f: OomFacts) -> Verdict | None:
 def _crowded(f: OomFacts, healthy_need: int) -> Verdict | None:
     """The leak or the neighbour, where the request fits without what it added."""
     if f.other:
-        beside = f.at_edge(healthy_need + f.other)
+        beside = f.at_edge(healthy_need + f.displaced)
         if f.raised() and f.at_edge(f.need) and not beside:
             return _leak(f, "leak_alone", also=("external_pressure",))
         return _external(f)
@@ -322,10 +338,10 @@ def _capacity(f: OomFacts) -> Verdict:
 def _external(f: OomFacts) -> Verdict:
     also = ("leak",) if f.raised() else ()
     # sure when the neighbour's bytes are what pushes the request over the edge; else only the likeliest
-    sure = f.healthy_need is not None and f.other is not None and f.at_edge(f.healthy_need + f.other)
+    sure = f.healthy_need is not None and f.other is not None and f.at_edge(f.healthy_need + f.displaced)
     text = (
-        f"{_neighbours(f)} on the device; {_request(f)} needed about {size(f.need)}, within the "
-        f"{size(f.limit)} that succeeds on {f.card} cards without it; {size(f.free)} was free"
+        f"{_neighbours(f)} on the device; {_request(f)} needed about {size(f.healthy_need)} on the healthy "
+        f"baseline, within the {size(f.limit)} that succeeds on {f.card} cards without it; {size(f.free)} was free"
     )
     return Verdict("external_pressure", 0.85 if sure else 0.6, text, "neighbour_counterfactual", also)
 
