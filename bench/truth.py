@@ -382,7 +382,7 @@ def _field_map(truths: dict[str, Any]) -> list[str]:
     """`--map` options for memory fields the fleet names its own way (`gpu_mem_allocated_gib` for allocated_after),
     as their user would write them: the name only, its unit is read from the suffix. A name that is the canonical
     one plus a unit suffix needs none."""
-    units = truths["generator"]["shapes"].get("units") or {}
+    units = ((truths.get("generator") or {}).get("shapes") or {}).get("units") or {}  # a classic fleet has none
     options = []
     for canonical, name in sorted((units.get("fields") or {}).items()):
         if name.rpartition("_")[0] != canonical:

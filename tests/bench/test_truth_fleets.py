@@ -207,6 +207,17 @@ def test_a_request_above_the_largest_tenth_has_an_error_its_size(ran: _Runs) -> 
     assert planted.height == 19 and (planted["cause"] == "capacity").all(), planted.select("ts", "cause", "rule")
 
 
+def test_a_classic_fleet_runs_as_the_bench_runs_it(tmp_path: Path) -> None:
+    """`bench/truth.py --classic` (fleets without the new shapes, whose truths name no `generator.shapes`) stopped
+    with a KeyError while it built the field mapping for the shapes' unit suffixes. Fleet 99950 of `--classic
+    --seed 99950`: generated, ingested and scored as the bench does, every cause found and counted exactly."""
+    truths, found, _times = truth.run_fleet(99950, tmp_path, ("--classic",))
+    assert not (truths.get("generator") or {}).get("shapes")
+    scored = truth.score(truths, found)
+    assert scored.missed == [] and scored.false_positives == [] and scored.blamed == []
+    assert scored.counts and all(c.ok for c in scored.counts), [c.line() for c in scored.counts]
+
+
 def _classified_with_planted(work: Path, seed: int) -> pl.DataFrame:
     """classify_ooms on a fleet's database, joined to the cause each OOM was planted with (`cause_planted`)."""
     planted = pl.read_csv(io.BytesIO(gzip.decompress((work / f"fleet-{seed}" / "oom_causes.csv.gz").read_bytes())))
