@@ -116,9 +116,9 @@ class OomFacts:
         the memory a process has (its total less a context) into allocated peaks; the rest is the allocator's waste
         at a peak (segments rounded and split as the requests' blocks were), which grows with what is allocated.
         A neighbour's bytes come out of that memory, so they take the same share of the allocated room: on a card
-        whose edge is shown (an OOM failed at `limit` alone) `other` times limit / (total - context). Where the
-        card is not shown to hold no more, `limit` may be only the largest request seen, and the share unknown:
-        all of `other`."""
+        whose edge is shown (an OOM failed at `limit` alone) `other` times limit / (total - context). Where no
+        failure shows the edge, `limit` may be only the largest request seen and the share is unknown: all of
+        `other`."""
         if not self.other:
             return 0
         usable = (self.device_total or 0) - CONTEXT_ALLOWANCE_BYTES
