@@ -64,16 +64,33 @@ def test_bearer_token_from_a_file_and_basic_auth_from_a_variable(tmp_path: Path,
     assert "Authorization" not in seen[2]
 
 
-def test_5xx_is_retried_with_backoff_then_answers(monkeypatch) -> None:
+def _sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The client's back-off waits, recorded and not slept. `http_get.time` is the process's one `time` module,
+    so only this thread's calls are taken: another thread of the worker (a server left by an earlier test) that
+    sleeps in a loop keeps sleeping for real, instead of spinning and filling the list (pytest-xdist runs
+    modules in other orders than one process does)."""
     waits: list[float] = []
-    monkeypatch.setattr(http_get.time, "sleep", waits.append)
+    real, here = http_get.time.sleep, threading.get_ident()
+
+    def sleep(seconds: float) -> None:
+        if threading.get_ident() == here:
+            waits.append(seconds)
+        else:
+            real(seconds)
+
+    monkeypatch.setattr(http_get.time, "sleep", sleep)
+    return waits
+
+
+def test_5xx_is_retried_with_backoff_then_answers(monkeypatch) -> None:
+    waits = _sleeps(monkeypatch)
     with serving([(503, b"busy"), (502, b"bad gateway"), OK]) as (url, seen):
         answer = Client(url).get_json("/x", {})
     assert answer["status"] == "success" and len(seen) == 3 and waits == [0.5, 1.0]
 
 
 def test_4xx_is_not_retried_and_says_the_servers_reason(monkeypatch) -> None:
-    monkeypatch.setattr(http_get.time, "sleep", lambda s: None)
+    _sleeps(monkeypatch)
     refusal = json.dumps({"status": "error", "errorType": "bad_data", "error": 'parse error at char 4: unexpected "}"'})
     with serving([(400, refusal.encode())]) as (url, seen), pytest.raises(FetchError) as caught:
         Client(url).get_json("/api/v1/query", {"query": "up}"})
@@ -82,7 +99,7 @@ def test_4xx_is_not_retried_and_says_the_servers_reason(monkeypatch) -> None:
 
 
 def test_no_server_is_one_line_after_the_retries(monkeypatch) -> None:
-    monkeypatch.setattr(http_get.time, "sleep", lambda s: None)
+    _sleeps(monkeypatch)
     with serving([OK]) as (url, _):
         pass  # stopped: nothing listens there now
     with pytest.raises(FetchError) as caught:
