@@ -101,7 +101,8 @@ def _with_limits(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.Dat
         "model_version",
         "bytes_per_token",
         "fixed_bytes",
-        pl.max_horizontal("residual_bytes", "edge_residual_bytes").alias("need_error_bytes"),
+        "residual_bytes",
+        "edge_residual_bytes",
         "edge_relative_residual",
     )
     return events.join(limits, on=["instance", "gpu_index"], how="left").join(cost, on="model_version", how="left")
@@ -248,15 +249,18 @@ def _with_needs(events: pl.DataFrame) -> pl.DataFrame:
     baseline = pl.coalesce(
         pl.col("allocated_before"), pl.when(pl.col("baseline_inferred")).then(inferred).otherwise(fitted).cast(pl.Int64)
     )
-    # bytes per token vary per request, so a request's error grows with it: the largest tenth's scatter as a share
-    # of their needs, scaled to this request's (it may be larger than any of them); the absolute errors stand for
-    # what does not grow with the size, such as the allocator's rounding
-    scaled = pl.col("edge_relative_residual") * per_request
+    # the need's error: the token-cost line's residual over all requests or among the largest tenth, whichever is
+    # larger; and, as bytes per token vary per request, a request's error grows with it: the largest tenth's scatter
+    # as a share of their needs, scaled to this request's (it may be larger than any of them). The absolute errors
+    # stand for what does not grow with the size, such as the allocator's rounding.
+    need_error = pl.max_horizontal(
+        "residual_bytes", "edge_residual_bytes", pl.col("edge_relative_residual") * per_request
+    )
     return (
         events.with_columns(baseline.alias("baseline_bytes"))
         .with_columns(
             pl.coalesce("baseline_start_bytes", "baseline_bytes").alias("healthy_baseline_bytes"),
-            pl.max_horizontal("need_error_bytes", scaled).alias("need_error_bytes"),
+            need_error.alias("need_error_bytes"),
         )
         .with_columns(
             (pl.col("baseline_bytes") + per_request).cast(pl.Int64).alias("need_bytes"),

@@ -121,18 +121,22 @@ class OomFacts:
         `other`."""
         if not self.other:
             return 0
-        usable = (self.device_total or 0) - CONTEXT_ALLOWANCE_BYTES
-        if not self.edge_shown or self.limit is None or usable <= 0:
+        usable = self.room_alone
+        if not self.edge_shown or self.limit is None or usable is None or usable <= 0:
             return self.other
         return round(self.other * min(1.0, self.limit / usable))
+
+    @property
+    def room_alone(self) -> int | None:
+        """What the card gives one process with nobody beside it: its total less a CUDA context."""
+        return None if self.device_total is None else self.device_total - CONTEXT_ALLOWANCE_BYTES
 
     def beyond_card(self, need: int | None) -> bool:
         """Does `need` exceed what the card gives one process with nobody beside it: its total less a CUDA
         context? (The largest peak served, `limit`, is no bound here: beside a neighbour no large request
         could ever succeed, so that peak says what the neighbour left, not what the card holds.)"""
-        if need is None or self.device_total is None:
-            return False
-        return need > self.device_total - CONTEXT_ALLOWANCE_BYTES
+        room = self.room_alone
+        return need is not None and room is not None and need > room
 
     def limit_without(self, other: int) -> bool:
         """Was the largest peak served (`limit`) served without a neighbour of `other` bytes? It was when the two

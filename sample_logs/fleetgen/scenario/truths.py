@@ -153,11 +153,7 @@ def _fragmentation(scenario: Scenario, sims: list[HostSim]) -> list[dict]:
         frag = sim.host.fragmentation
         if frag is None:
             continue
-
-        def fragmented(s: HostSim, causes: np.ndarray) -> np.ndarray:
-            return causes == FRAGMENTATION
-
-        ooms = int(fragmented(sim, sim.cause).sum())
+        ooms = int(_fragmented(sim, sim.cause).sum())
         if ooms == 0:
             continue
         name = sim.host.name
@@ -168,7 +164,7 @@ def _fragmentation(scenario: Scenario, sims: list[HostSim]) -> list[dict]:
                 {"instance": name},
                 ooms,
                 ooms >= MIN_OOMS,
-                ooms_range=_ooms_range([sim], fragmented),
+                ooms_range=_ooms_range([sim], _fragmented),
                 warmup_hours=frag.warmup_ms / 3_600_000,
                 prefix_cache_bytes=frag.prefix_cache,
                 reserved_when_fragmented=frag_reserved(scenario, sim.host),
@@ -224,6 +220,10 @@ def _capacity(scenario: Scenario, sims: list[HostSim]) -> list[dict]:
 
 def _too_large(s: HostSim, causes: np.ndarray) -> np.ndarray:
     return causes == CAPACITY
+
+
+def _fragmented(s: HostSim, causes: np.ndarray) -> np.ndarray:
+    return causes == FRAGMENTATION
 
 
 def _hosts(scenario: Scenario, sims: list[HostSim], sizes: dict[str, int]) -> list[dict]:
