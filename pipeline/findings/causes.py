@@ -18,6 +18,7 @@ import polars as pl
 from ..analyses.fleet.allocator_settings import NO_SIGHTINGS, allocator_settings, settings_for
 from ..analyses.fleet.classify import classify_ooms
 from ..analyses.fleet.classify_rules import size
+from ..analyses.fleet.jobs import neighbour_first_seen
 from ..analyses.fleet.oom_limits import token_cost
 from ..load.sql import sql_text
 from .allocator_advice import fragmentation_step
@@ -149,10 +150,15 @@ def _job_of(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.DataFram
     jobs = con.sql(sql_text("q_job_occurrences")).pl()
     if jobs.is_empty():
         return pl.DataFrame(schema={"event_id": pl.Int64, "job": pl.Utf8})
+    # a run holds an OOM when the OOM fell in it and its neighbour was first listed during it (or no telemetry
+    # lists it): a process that existed before the run started is not the run's
+    arrived = pl.col("first_seen").is_null() | (
+        (pl.col("first_seen") >= pl.col("start_ts").dt.truncate("1m")) & (pl.col("first_seen") < pl.col("end_ts"))
+    )
     inside = (
-        events.select("event_id", "instance", "ts")
+        neighbour_first_seen(con, events.select("event_id", "instance", "ts", "other_pids"))
         .join(jobs, on="instance")
-        .filter((pl.col("ts") >= pl.col("start_ts")) & (pl.col("ts") < pl.col("end_ts")))
+        .filter((pl.col("ts") >= pl.col("start_ts")) & (pl.col("ts") < pl.col("end_ts")) & arrived)
     )
     # a job counts for an instance only when most of that instance's external OOMs fall in its runs
     per_instance = events.group_by("instance").agg(pl.len().alias("n"))

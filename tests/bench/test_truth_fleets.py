@@ -70,6 +70,19 @@ def test_a_decoys_one_run_inside_a_causal_jobs_run_does_not_explain_it_away(tmp_
     assert {("scheduled_job", "job nightly-backup"), ("external_pressure", "job nightly-backup")} <= subjects
 
 
+def test_a_decoy_that_starts_after_the_causal_jobs_neighbour_appeared_is_not_blamed(tmp_path: Path) -> None:
+    """Fleet 102222 (from `--seed 102200`; shapes kubernetes, pid_namespace, no_before, overlap, cards): all 9 of
+    nightly-backup's OOMs fell in the 61 minutes the decoy backup-verify's one run (03:45-04:56 UTC) overlapped
+    it, and no job ran alone at any of them; nvidia-smi listed the backup's process from 03:00, 45 minutes
+    before the decoy started, so the decoy cannot be what brought it."""
+    truths, found, _times = truth.run_fleet(102222, tmp_path)
+    assert {d["name"] for d in truths["decoys"]} >= {"backup-verify"}
+    scored = truth.score(truths, found)
+    assert scored.blamed == [] and scored.false_positives == [] and scored.missed == []
+    subjects = {(f["kind"], f["subject"]) for f in truth.expand(found)}
+    assert {("scheduled_job", "job nightly-backup"), ("external_pressure", "job nightly-backup")} <= subjects
+
+
 def test_a_leaking_versions_short_lifetimes_fail_by_its_leak_not_by_a_transient_peak(ran: _Runs) -> None:
     """Every planted leak OOM whose request fits on the lifetime's starting baseline is the leak's, however few
     requests its lifetime served: none is a transient peak. What differs is only a request at the edge of the

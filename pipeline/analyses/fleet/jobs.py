@@ -14,7 +14,9 @@ other host might be the one it meant.
 Each job is tested on what nothing else explains (`attribution`). Minutes when a job already found causal runs
 on the same instance, and minutes of OOMs a neighbour process explains (classified `external_pressure`: the
 neighbour named in the message or listed by nvidia-smi) unless the job is what brings that neighbour there,
-count on neither side of another job's test. Which jobs are causal is searched in a fixed order, not the
+count on neither side of another job's test. A job may bring a neighbour only if telemetry first listed the
+neighbour during one of the job's runs (`fct_gpu_process_stays`): a process on the card before a run started
+is not that run's, however many of its OOMs fall in the run. Which jobs are causal is searched in a fixed order, not the
 calendar's: the job with the highest lift where it acts is taken first, the rest are tested again without its
 minutes, and so on; a causal job that no longer holds once the later ones' minutes are set aside is dropped.
 So a harmless weekly job whose window covers one run of a nightly job that brings a 48 GiB process is not
@@ -154,13 +156,14 @@ def neighbour_ooms(
 ) -> pl.DataFrame:
     """One row per OOM a neighbour process explains (classified `external_pressure`: the neighbour named in the
     message or listed by nvidia-smi held what the request needed): `instance`, `minute`, `label` ("neighbour
-    process 4242", the neighbours named; one label per neighbour on an instance, a new pid a new one)."""
-    return _neighbour_rows(classify_ooms(con, since, until))
+    process 4242", the neighbours named; one label per neighbour on an instance, a new pid a new one),
+    `first_seen` (when telemetry first listed the largest of them, `neighbour_first_seen`)."""
+    return _neighbour_rows(con, classify_ooms(con, since, until))
 
 
-def _neighbour_rows(classified: pl.DataFrame) -> pl.DataFrame:
+def _neighbour_rows(con: duckdb.DuckDBPyConnection, classified: pl.DataFrame) -> pl.DataFrame:
     """`neighbour_ooms` from the classified OOMs."""
-    events = _timed(classified).filter(pl.col("cause") == "external_pressure")
+    events = neighbour_first_seen(con, _timed(classified).filter(pl.col("cause") == "external_pressure"))
     pids = pl.col("other_pids").list.sort().cast(pl.List(pl.Utf8)).list.join(", ")
     count = pl.col("other_pids").list.len().fill_null(0)
     label = (
@@ -170,7 +173,22 @@ def _neighbour_rows(classified: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit("neighbour process ") + pids)
         .otherwise(pl.lit("neighbour processes ") + pids)
     )
-    return events.select("instance", pl.col("ts").dt.truncate("1m").alias("minute"), label.alias("label"))
+    return events.select("instance", pl.col("ts").dt.truncate("1m").alias("minute"), label.alias("label"), "first_seen")
+
+
+def neighbour_first_seen(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.DataFrame:
+    """`events` (instance, ts, other_pids: largest first) with `first_seen`: when telemetry first listed the
+    largest neighbour in the stay of it that holds the OOM (q_neighbour_first_seen; null where no telemetry
+    lists it). A process that existed before a job's run started is not that run's doing."""
+    if events.is_empty():
+        return events.with_columns(pl.lit(None, pl.Datetime("us")).alias("first_seen"))
+    params = {
+        "instances": events["instance"].to_list(),
+        "ts": events["ts"].to_list(),
+        "pids": events["other_pids"].list.first().to_list(),
+    }
+    seen = con.sql(sql_text("q_neighbour_first_seen"), params=params).pl()
+    return events.with_columns(seen["first_seen"].cast(pl.Datetime("us")).alias("first_seen"))
 
 
 def _timed(events: pl.DataFrame) -> pl.DataFrame:
@@ -185,7 +203,7 @@ def _given(con: duckdb.DuckDBPyConnection, since: datetime | None, until: dateti
     classified = classify_ooms(con, since, until)
     own = _timed(classified).filter(pl.col("rule").is_in(INTRINSIC_RULES))
     intrinsic = own.select("instance", pl.col("ts").dt.truncate("1m").alias("minute"))
-    neighbours = _neighbour_rows(classified)
+    neighbours = _neighbour_rows(con, classified)
     return _Given(intrinsic, neighbours, _owners(con, neighbours))
 
 
@@ -198,6 +216,7 @@ def _owners(con: duckdb.DuckDBPyConnection, neighbours: pl.DataFrame) -> pl.Data
         "instances": neighbours["instance"].to_list(),
         "minutes": neighbours["minute"].to_list(),
         "labels": neighbours["label"].to_list(),
+        "first_seen": neighbours["first_seen"].to_list(),
     }
     shares = con.sql(sql_text("q_job_neighbour_owners"), params=params).pl()
     owned = shares.filter(pl.col("ooms_inside") >= NEIGHBOUR_SHARE * pl.col("ooms")).select("name", "instance", "label")
