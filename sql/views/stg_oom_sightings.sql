@@ -18,6 +18,10 @@
 -- there), and PyTorch prints the "this process" clause when it finds its own pid among them; without the
 -- clause, the one entry is this process under another pid (real: case 123, 969 MiB listed beside a process
 -- that holds nothing yet, where the sum alone leaves room). Otherwise every listed process is a neighbour.
+-- Where several listed processes hold at least the reserved bytes (a job's process larger than the service),
+-- this process is the one whose excess over them is what the service's processes hold outside PyTorch (CUDA
+-- context, libraries) on that instance, as the messages with a single candidate show; without such messages,
+-- the smallest.
 -- `neighbours` is other_processes without it.
 
 CREATE OR REPLACE VIEW stg_oom_sightings AS
@@ -33,19 +37,42 @@ WITH sized AS (
             + coalesce(list_sum([oomlab_printed_slack(p.in_use_bytes) FOR p IN other_processes]), 0) AS slack
     FROM oom_events
 ),
-judged AS (
+candidates AS (
     SELECT
         *,
         CASE WHEN process_in_use_bytes IS NULL AND own_reserved IS NOT NULL AND used_on_card IS NOT NULL
                   AND (listed_bytes + own_reserved > used_on_card + slack OR len(other_processes) = 1)
              THEN list_sort(
                       [[p.in_use_bytes, p.pid] FOR p IN other_processes IF p.in_use_bytes + slack >= own_reserved]
-                  )[1]
-        END AS self_entry
+                  )
+        END AS self_candidates
     FROM sized
+),
+known_context AS (
+    -- what a process of the service holds beside PyTorch's reserved memory (the CUDA context and libraries) on
+    -- each instance, from the messages with one candidate: the same for every process of one service on one
+    -- card, so where a neighbour (a job's process larger than the service) could also hold what PyTorch
+    -- reserved, this process is the candidate whose excess over the reserved bytes is that context
+    SELECT instance, median(self_candidates[1][1] - own_reserved)::BIGINT AS context_bytes
+    FROM candidates
+    WHERE len(self_candidates) = 1 AND instance IS NOT NULL
+    GROUP BY instance
+),
+judged AS (
+    SELECT
+        c.* EXCLUDE (self_candidates),
+        CASE WHEN len(c.self_candidates) > 1 AND k.context_bytes IS NOT NULL
+             THEN list_sort(
+                      [[abs(e[1] - c.own_reserved - k.context_bytes), e[1], e[2]] FOR e IN c.self_candidates]
+                  )[1][2:3]
+             ELSE c.self_candidates[1]
+        END AS self_entry,
+        CASE WHEN len(c.self_candidates) > 1 AND k.context_bytes IS NOT NULL THEN k.context_bytes END AS self_context
+    FROM candidates c
+    LEFT JOIN known_context k ON k.instance = c.instance
 )
 SELECT
-    * EXCLUDE (own_reserved, listed_bytes, used_on_card, slack, self_entry),
+    * EXCLUDE (own_reserved, listed_bytes, used_on_card, slack, self_entry, self_context),
     CASE WHEN free_bytes > total_capacity_bytes THEN 'free above the total capacity'
          WHEN coalesce(allocated_by_pytorch_bytes, already_allocated_bytes) > total_capacity_bytes
              THEN 'allocated above the total capacity'
@@ -61,6 +88,11 @@ SELECT
              || 'seen through a PID namespace, not a neighbour: with the ' || oomlab_format_bytes(own_reserved)
              || ' PyTorch reserved, two processes would need ' || oomlab_format_bytes(listed_bytes + own_reserved)
              || ' of the ' || oomlab_format_bytes(used_on_card) || ' in use on the card'
+             || CASE WHEN self_context IS NOT NULL THEN
+                    '; of the processes that could hold that, it is the one whose '
+                    || oomlab_format_bytes(self_entry[1] - own_reserved) || ' beyond it is the '
+                    || oomlab_format_bytes(self_context) || ' this service holds outside PyTorch on ' || instance
+                ELSE '' END
          ELSE
              'process ' || self_entry[2] || ' (' || oomlab_format_bytes(self_entry[1]) || ') is this process '
              || 'seen through a PID namespace, not a neighbour: it is the only process the driver listed on the '

@@ -136,3 +136,36 @@ def test_a_hip_message_whose_accounting_adds_up_names_no_one(tmp_path, run_cli, 
     case = json.loads((CASES / "oom" / f"{name}.json").read_text())
     verdict = _classified(_ingest_message(tmp_path, run_cli, name, case["message"]))
     assert verdict["cause"] != "external_pressure" and verdict["neighbours_seen_by"] is None
+
+
+def test_of_two_processes_that_could_be_this_one_it_is_the_one_with_the_services_context(tmp_path, run_cli):
+    """Fleet 102502 of `bench/truth.py --seed 102500`: a job's process (10.58 GiB) listed beside the service's
+    (11.20 GiB) both hold the 10.40 GiB PyTorch reserved, and the smallest was taken for this process, so the
+    service's new pod was blamed as the neighbour. Two messages derived from real case 016 (its numbers, on an
+    80 GB card): one that lists only this process (so its 140.62 MiB beyond the reserved bytes is the service's
+    context on the instance), then one that also lists a 14.40 GiB job process that could hold the reserved
+    14.38 GiB as well."""
+    case = json.loads((CASES / "oom" / f"{NAMESPACE_CASES[0]}.json").read_text())
+    alone = case["message"].replace(
+        "total capacty of 14.75 GiB of which 235.06 MiB", "total capacty of 79.10 GiB of which 64.58 GiB"
+    )
+    beside = alone.replace("64.58 GiB is free", "50.18 GiB is free").replace(
+        "Process 20398 has 14.52 GiB memory in use.",
+        "Process 20398 has 14.52 GiB memory in use. Process 31337 has 14.40 GiB memory in use.",
+    )
+    log = tmp_path / "serve.log"
+    log.write_text(f"2026-01-14 05:00:00 {alone}\n2026-01-14 05:06:52 {beside}\n", encoding="utf-8")
+    db = tmp_path / "serve.duckdb"
+    result = run_cli("ingest", str(log), "--db", str(db), "--instance", "node-a-1", "--quiet")
+    assert result.exit_code == 0, result.output
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rows = con.sql("SELECT * FROM stg_oom_sightings ORDER BY ts").pl().to_dicts()
+    finally:
+        con.close()
+    assert [r["self_pid"] for r in rows] == [20398, 20398]
+    assert [[p["pid"] for p in r["neighbours"]] for r in rows] == [[], [31337]]
+    assert rows[1]["self_basis"].endswith(
+        "of the processes that could hold that, it is the one whose 140.62 MiB beyond it is the 140.62 MiB this "
+        "service holds outside PyTorch on node-a-1"
+    )
