@@ -34,7 +34,9 @@ CREATE OR REPLACE MACRO BASELINE_LOOKBACK_BUCKETS() AS 5;
 -- to about the fresh level (share ~1); a request never frees what the requests before it left, so no fall
 -- happens without one. Half the way leaves room for a fresh process that warms up a little higher.
 CREATE OR REPLACE MACRO RESTART_RETURN_SHARE() AS 0.5;
--- ... and by at least 64 MiB, so that the jitter of a small baseline is no restart.
+-- ... and by at least 64 MiB, so that the jitter of a small baseline is no restart (unless an OOM came just
+-- before the fall: a process that crashes at its OOM gives back what it leaked, however little; see
+-- fct_request_baselines).
 CREATE OR REPLACE MACRO BASELINE_DROP_MIN_BYTES() AS 67108864;
 -- An instance that logged nothing this long was restarted or down: its next request starts a new process
 -- lifetime. Python uses the same span: an OOM logged this long after a lifetime's last request belongs to no

@@ -6,7 +6,10 @@
 -- process of this version holds (a restart frees everything a leak piled up, a request never does), or the
 -- instance logged nothing for 6 hours. The fall is measured against the growth above that fresh level, not
 -- against the whole level: with 14 GiB of weights, a restart after 3 GiB of leak drops the level by only
--- 18 %, yet it gives back all of the growth.
+-- 18 %, yet it gives back all of the growth. A fall needs BASELINE_DROP_MIN_BYTES unless an OOM came just before
+-- it (in its bucket or the one before): a process that crashes at an OOM restarts at the fresh level however
+-- little it had leaked, and a process that survives an OOM frees only the failed request's tensors, never what
+-- the requests before it left, so after an OOM any fall back toward the fresh level is a restart.
 -- `lifetime` counts from 1 per instance and GPU; `lifetime_start` is its first request (for a baseline
 -- drop, the lowest reading of the bucket the drop happened in).
 CREATE OR REPLACE VIEW fct_request_baselines AS
@@ -33,7 +36,8 @@ WITH buckets AS (
             WHEN lag(bucket_end) OVER w IS NULL THEN 'start'
             WHEN model_version IS DISTINCT FROM lag(model_version) OVER w THEN 'version_change'
             WHEN pid <> lag(pid) OVER w OR pod <> lag(pod) OVER w THEN 'process_start'
-            WHEN running_bytes - low_bytes >= BASELINE_DROP_MIN_BYTES()
+            WHEN running_bytes - low_bytes >= CASE WHEN ooms > 0 OR lag(ooms) OVER w > 0 THEN 1
+                                                   ELSE BASELINE_DROP_MIN_BYTES() END
                  AND running_bytes - low_bytes >= RESTART_RETURN_SHARE() * (running_bytes - fresh_bytes)
                 THEN 'baseline_drop'
             WHEN bucket_start - lag(bucket_end) OVER w >= LIFETIME_GAP() THEN 'gap'
