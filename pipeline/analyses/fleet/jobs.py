@@ -16,9 +16,10 @@ on the same instance, and minutes of OOMs a neighbour process explains (classifi
 neighbour named in the message or listed by nvidia-smi) unless the job is what brings that neighbour there,
 count on neither side of another job's test. A job may bring a neighbour only if telemetry first listed the
 neighbour during one of the job's runs (`fct_gpu_process_stays`): a process on the card before a run started
-is not that run's, however many of its OOMs fall in the run. Which jobs are causal is searched in a fixed order, not the
-calendar's: the job with the highest lift where it acts is taken first, the rest are tested again without its
-minutes, and so on; a causal job that no longer holds once the later ones' minutes are set aside is dropped.
+is not that run's, however many of its OOMs fall in the run. Which jobs are causal is searched in a fixed
+order, not the calendar's: the job with the highest lift where it acts is taken first, the rest are tested
+again without its minutes, and so on; a causal job that no longer holds once the later ones' minutes are set
+aside is dropped.
 So a harmless weekly job whose window covers one run of a nightly job that brings a 48 GiB process is not
 blamed for that night's OOMs, and the result is the same whatever the order of the calendar's rows.
 """
@@ -157,7 +158,7 @@ def neighbour_ooms(
     """One row per OOM a neighbour process explains (classified `external_pressure`: the neighbour named in the
     message or listed by nvidia-smi held what the request needed): `instance`, `minute`, `label` ("neighbour
     process 4242", the neighbours named; one label per neighbour on an instance, a new pid a new one),
-    `first_seen` (when telemetry first listed the largest of them, `neighbour_first_seen`)."""
+    `first_seen` (when telemetry first listed the one that arrived last, `neighbour_first_seen`)."""
     return _neighbour_rows(con, classify_ooms(con, since, until))
 
 
@@ -177,15 +178,15 @@ def _neighbour_rows(con: duckdb.DuckDBPyConnection, classified: pl.DataFrame) ->
 
 
 def neighbour_first_seen(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.DataFrame:
-    """`events` (instance, ts, other_pids: largest first) with `first_seen`: when telemetry first listed the
-    largest neighbour in the stay of it that holds the OOM (q_neighbour_first_seen; null where no telemetry
-    lists it). A process that existed before a job's run started is not that run's doing."""
+    """`events` (instance, ts, other_pids) with `first_seen`: when telemetry first listed the neighbour that
+    arrived last, in the stay of it that holds the OOM (q_neighbour_first_seen; null where no telemetry lists
+    any). A process that existed before a job's run started is not that run's doing."""
     if events.is_empty():
         return events.with_columns(pl.lit(None, pl.Datetime("us")).alias("first_seen"))
     params = {
         "instances": events["instance"].to_list(),
         "ts": events["ts"].to_list(),
-        "pids": events["other_pids"].list.first().to_list(),
+        "pids": events["other_pids"].to_list(),
     }
     seen = con.sql(sql_text("q_neighbour_first_seen"), params=params).pl()
     return events.with_columns(seen["first_seen"].cast(pl.Datetime("us")).alias("first_seen"))
