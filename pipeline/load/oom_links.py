@@ -16,7 +16,10 @@ Two sightings are one failure when nothing they both state disagrees and they co
 - the numbers: the failed allocation's size, the free memory and the card's total agree within what printing
   rounds away (`printed_slack`), a snapshot's size (before the allocator rounds it) through the allocator's
   rounding (`allocation_size`).
-Each event holds at most one sighting per file: one file never records one failure twice.
+Each event holds at most one sighting per file: one file never records one failure twice. A document (a
+Markdown issue or post) is the exception: its author pastes one failure into several sections of a template,
+so there untimed copies of one message, character for character, are one failure (real: the realworld corpus's
+pasted_text/019, one MPS OOM pasted four times into ComfyUI's bug template).
 """
 
 from __future__ import annotations
@@ -92,6 +95,7 @@ class Sighting:
     total: int | None
     latency: timedelta
     self_pid: int | None = None
+    text: str | None = None  # the message as printed, for the pasted copies of a document (`_pasted_copies`)
 
     @property
     def order(self) -> tuple:
@@ -237,10 +241,36 @@ def link_untimed(events: list[Event], sightings: list[Sighting]) -> list[Event]:
         by_source[s.source_id].append(s)
     sizes = _BySize(events)
     for source_sightings in sorted(by_source.values(), key=lambda group: group[0].order):
-        for event in _pair_in_order(sizes, source_sightings):
+        originals, copies = _pasted_copies(source_sightings)
+        for event in _pair_in_order(sizes, originals):
             events.append(event)
             sizes.add(event)
+        for original, copy in copies:
+            next(e for e in events if original in e.sightings).sightings.append(copy)
     return events
+
+
+# Files that are documents people write, not logs a program writes: an issue or a post saved as Markdown.
+DOCUMENT_SUFFIXES = (".md", ".markdown")
+
+
+def _pasted_copies(sightings: list[Sighting]) -> tuple[list[Sighting], list[tuple[Sighting, Sighting]]]:
+    """A document's untimed sightings split into the first of each message text and (first, copy) pairs for the
+    later copies of it; any other file's are all originals. A log printing the same message twice recorded two
+    failures; a document pasting it twice describes one."""
+    if not sightings or not sightings[0].path.lower().endswith(DOCUMENT_SUFFIXES):
+        return sightings, []
+    first: dict[str, Sighting] = {}
+    originals, copies = [], []
+    for s in sorted(sightings, key=lambda x: x.line):
+        original = first.get(s.text) if s.text else None
+        if original is not None:
+            copies.append((original, s))
+            continue
+        if s.text:
+            first[s.text] = s
+        originals.append(s)
+    return sorted(originals, key=lambda x: x.order), copies
 
 
 class _BySize:
@@ -319,7 +349,8 @@ def read_sightings(con: duckdb.DuckDBPyConnection) -> list[Sighting]:
     rows = con.execute(sql_text("select_oom_sightings")).fetchall()
     out = []
     for row in rows:
-        event_id, source_id, path, line, origin, ts, instance, gpu, req, free, total, latency, logged, pid = row
+        event_id, source_id, path, line, origin, ts, instance, gpu, req, free, total, latency, message, pid = row
+        logged = message if origin == "structured" else None
         requested, free, total = _printed_numbers(logged) or (req, free, total)
         out.append(
             Sighting(
@@ -337,6 +368,7 @@ def read_sightings(con: duckdb.DuckDBPyConnection) -> list[Sighting]:
                 total=total,
                 latency=timedelta(milliseconds=latency) if latency and latency > 0 else timedelta(0),
                 self_pid=pid,
+                text=message,
             )
         )
     return out

@@ -47,6 +47,8 @@ def reconcile_oom_sightings(con: duckdb.DuckDBPyConnection) -> int:
 def _matched_by(event: Event, s: Sighting) -> str:
     if s is event.key:
         return "key" if len(event.sightings) > 1 else "alone"
+    if any(x.source_id == s.source_id and x.line < s.line for x in event.sightings):
+        return "a copy pasted in its document"  # only a document's pasted copies share an event with their file
     if s.ts is None:
         return "numbers, in its file's order"
     return "time and numbers"

@@ -14,9 +14,11 @@ import json
 import duckdb
 import pytest
 
+from oomlab import api
+from oomlab.config import IngestOptions
 from oomlab.load import oom_links
 
-from conftest import H200
+from conftest import CASES, H200
 
 # folder -> (real OOMs, the instance the events are on, the cause findings must name) from the README
 FOLDERS = {
@@ -197,3 +199,23 @@ def test_a_capture_folder_without_ooms_gets_its_cause_named(tmp_path, run_cli, f
         assert (round(m["reserved_low_bytes"] / 2**30, 2), round(m["reserved_end_bytes"] / 2**30, 2)) == (2.21, 4.80)
     else:
         assert (m["first_level_bytes"], m["last_level_bytes"], m["clean_returns_after"]) == (379636736, 1211756544, 2)
+
+
+def test_a_message_pasted_four_times_in_an_issue_is_one_event_but_a_log_repeating_it_is_four(tmp_path) -> None:
+    """Real: ComfyUI issue 7440 (tests/cases/realworld/pasted_text/019) pastes one MPS OOM into four sections of
+    the bug template. As a Markdown document it is one failure; the same lines in a log are four."""
+    artifact = next((CASES / "realworld/pasted_text").glob("019_*/artifact.md"))
+    as_log = tmp_path / "service.log"
+    as_log.write_text(artifact.read_text(encoding="utf-8"), encoding="utf-8")
+    for path, events in ((artifact, 1), (as_log, 4)):
+        db = tmp_path / f"{path.stem}.duckdb"
+        api.ingest(db, [str(path)], IngestOptions())
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            assert con.execute("SELECT count(*) FROM stg_oom_events").fetchall() == [(events,)]
+            assert con.execute("SELECT count(*) FROM oom_events").fetchall() == [(4,)]  # every sighting kept
+            matched = sorted(r[0] for r in con.sql("SELECT matched_by FROM oom_event_links").fetchall())
+        finally:
+            con.close()
+        if events == 1:
+            assert matched == ["a copy pasted in its document"] * 3 + ["key"]
