@@ -83,6 +83,19 @@ def test_a_decoy_that_starts_after_the_causal_jobs_neighbour_appeared_is_not_bla
     assert {("scheduled_job", "job nightly-backup"), ("external_pressure", "job nightly-backup")} <= subjects
 
 
+def test_a_jobs_process_larger_than_the_services_reserved_bytes_is_still_the_neighbour(tmp_path: Path) -> None:
+    """Fleet 102502 (from `--seed 102500`; shapes kubernetes, pid_namespace, cards): the reindex job's process
+    (10.58 GiB) and the service's (11.20 GiB) both held the 10.40 GiB PyTorch reserved; taking the smaller as this
+    process named the service's pod the neighbour, the job lost its 435 OOMs and three `neighbour on instance`
+    findings appeared. The service's context beside its reserved bytes (what its single-candidate messages show)
+    tells them apart."""
+    truths, found, _times = truth.run_fleet(102502, tmp_path)
+    scored = truth.score(truths, found)
+    assert scored.missed == [] and scored.false_positives == [] and scored.blamed == []
+    (reindex,) = [c for c in scored.counts if c.kind == "external_pressure" and c.subject == "job reindex"]
+    assert reindex.planted == 435 and reindex.ok, reindex.line()
+
+
 def test_a_leaking_versions_short_lifetimes_fail_by_its_leak_not_by_a_transient_peak(ran: _Runs) -> None:
     """Every planted leak OOM whose request fits on the lifetime's starting baseline is the leak's, however few
     requests its lifetime served: none is a transient peak. What differs is only a request at the edge of the
