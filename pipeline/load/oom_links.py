@@ -41,6 +41,8 @@ from .sql import sql_text
 # (truncated by up to 1 s). One second for the truncation and one for the way from failure to log line; a
 # request-log row stamped at the request's start adds the request's own latency.
 SAME_MOMENT = timedelta(seconds=2)
+# Files that are documents people write, not logs a program writes: an issue or a post saved as Markdown.
+DOCUMENT_SUFFIXES = (".md", ".markdown")
 # PyTorch's caching allocator (c10/cuda/CUDACachingAllocator.cpp): requests up to kSmallSize come from 2 MiB
 # blocks, those under kMinLargeAlloc from 20 MiB ones, larger ones are rounded up to kRoundLarge. A message
 # says `Tried to allocate` the rounded size, a snapshot's `oom` entry the size asked for.
@@ -95,7 +97,7 @@ class Sighting:
     total: int | None
     latency: timedelta
     self_pid: int | None = None
-    text: str | None = None  # the message as printed, for the pasted copies of a document (`_pasted_copies`)
+    text: str | None = None  # the message as printed: a request-log row's, or a document's (`_pasted_copies`)
 
     @property
     def order(self) -> tuple:
@@ -250,10 +252,6 @@ def link_untimed(events: list[Event], sightings: list[Sighting]) -> list[Event]:
     return events
 
 
-# Files that are documents people write, not logs a program writes: an issue or a post saved as Markdown.
-DOCUMENT_SUFFIXES = (".md", ".markdown")
-
-
 def _pasted_copies(sightings: list[Sighting]) -> tuple[list[Sighting], list[tuple[Sighting, Sighting]]]:
     """A document's untimed sightings split into the first of each message text and (first, copy) pairs for the
     later copies of it; any other file's are all originals. A log printing the same message twice recorded two
@@ -346,7 +344,8 @@ def is_placed(instance: str | None, path: str) -> bool:
 
 
 def read_sightings(con: duckdb.DuckDBPyConnection) -> list[Sighting]:
-    rows = con.execute(sql_text("select_oom_sightings")).fetchall()
+    # the message only where it is read: a log's text sightings hold most of the database's messages
+    rows = con.execute(sql_text("select_oom_sightings"), {"document_suffixes": list(DOCUMENT_SUFFIXES)}).fetchall()
     out = []
     for row in rows:
         event_id, source_id, path, line, origin, ts, instance, gpu, req, free, total, latency, message, pid = row

@@ -1,9 +1,10 @@
 -- Every OOM sighting with what load/oom_links.py links sightings of one real OOM by: where and when it was
 -- seen, its sizes, the request's latency (a request-log row is stamped once per request, the failure falls
 -- anywhere inside it) and the source's path (an instance that only repeats the name ingest gives the file places
--- nothing) and the OOM message (for a request-log row, the one it logged: the numbers another file's copy of it
--- prints; in a document, copies of one pasted failure), and the pid of the listed process that is this one (stg_oom_sightings: seen through a PID
--- namespace, the host's pid, as nvidia-smi on that host lists it).
+-- nothing), the OOM message where the linking reads it (a request-log row's, whose numbers another file's copy
+-- of it prints; a document's, $document_suffixes, whose copies of one pasted failure are one), and the pid of the
+-- listed process that is this one (stg_oom_sightings: seen through a PID namespace, the host's pid, as
+-- nvidia-smi on that host lists it).
 SELECT
     o.event_id,
     o.source_id,
@@ -17,7 +18,9 @@ SELECT
     o.free_bytes,
     o.total_capacity_bytes,
     r.latency_ms,
-    o.message,
+    CASE WHEN o.origin = 'structured'
+              OR list_bool_or([ends_with(lower(s.path), x) FOR x IN $document_suffixes::VARCHAR[]])
+         THEN o.message END AS message,
     o.self_pid
 FROM stg_oom_sightings AS o
 JOIN sources AS s USING (source_id)

@@ -36,7 +36,7 @@ WITH buckets AS (
             WHEN lag(bucket_end) OVER w IS NULL THEN 'start'
             WHEN model_version IS DISTINCT FROM lag(model_version) OVER w THEN 'version_change'
             WHEN pid <> lag(pid) OVER w OR pod <> lag(pod) OVER w THEN 'process_start'
-            WHEN running_bytes - low_bytes >= CASE WHEN ooms > 0 OR lag(ooms) OVER w > 0 THEN 1
+            WHEN running_bytes - low_bytes >= CASE WHEN ooms > 0 OR lag(ooms) OVER w > 0 THEN 1  -- any fall
                                                    ELSE BASELINE_DROP_MIN_BYTES() END
                  AND running_bytes - low_bytes >= RESTART_RETURN_SHARE() * (running_bytes - fresh_bytes)
                 THEN 'baseline_drop'
