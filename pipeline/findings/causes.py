@@ -146,21 +146,8 @@ def external_findings(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> l
 
 def _job_of(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.DataFrame:
     """Per event, the scheduled job running on its host at the time, when that job holds most of them."""
-    # one row per run and instance its host selectors (names or globs) match, matched in SQL
-    jobs = con.sql(sql_text("q_job_occurrences")).pl()
-    if jobs.is_empty():
-        return pl.DataFrame(schema={"event_id": pl.Int64, "job": pl.Utf8})
-    # a run holds an OOM when the OOM fell in it and its neighbour was first listed during it (or no telemetry
-    # lists it): a process that existed before the run started is not the run's
-    arrived = pl.col("first_seen").is_null() | (
-        (pl.col("first_seen") >= pl.col("start_ts").dt.truncate("1m")) & (pl.col("first_seen") < pl.col("end_ts"))
-    )
-    inside = (
-        neighbour_first_seen(con, events.select("event_id", "instance", "ts", "other_pids"))
-        .join(jobs, on="instance")
-        .filter((pl.col("ts") >= pl.col("start_ts")) & (pl.col("ts") < pl.col("end_ts")) & arrived)
-    )
-    # a job counts for an instance only when most of that instance's external OOMs fall in its runs
+    inside = _windows_holding(con, events)
+    # a job counts for an instance only when most of that instance's external OOMs fall in its windows
     per_instance = events.group_by("instance").agg(pl.len().alias("n"))
     share = (
         inside.group_by("instance", "name")
@@ -176,6 +163,20 @@ def _job_of(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.DataFram
         .select("event_id", pl.col("name").alias("job"))
         .unique("event_id")
     )
+
+
+def _windows_holding(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.DataFrame:
+    """(event_id, instance, name): the jobs whose window on the event's host holds it, the neighbour having arrived
+    during the window (q_job_windows_holding, by the test the job tests use)."""
+    seen = neighbour_first_seen(con, events.select("event_id", "instance", "ts", "other_pids"))
+    params = {
+        "ids": seen["event_id"].to_list(),
+        "instances": seen["instance"].to_list(),
+        "ts": seen["ts"].to_list(),
+        "first_seen": seen["first_seen"].to_list(),
+    }
+    held = con.sql(sql_text("q_job_windows_holding"), params=params).pl()
+    return held.rename({"id": "event_id"}).join(seen.select("event_id", "instance"), on="event_id")
 
 
 def _evidence_of_own(inside: pl.DataFrame) -> pl.DataFrame:

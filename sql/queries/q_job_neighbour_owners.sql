@@ -2,7 +2,7 @@
 -- there ($instances / $minutes / $labels, one element per OOM) fall inside the job's windows on that instance
 -- (the minutes fct_job_minutes counts as inside), and how many it explains there in all: whether the job may be
 -- what brings the neighbour. An OOM counts for a job only if its neighbour was first listed ($first_seen, NULL when
--- no telemetry lists it) during the job's run: a process seen before the run started is not the run's.
+-- no telemetry lists it) during the job's window (oomlab_run_holds).
 -- Used by oomlab.analyses.fleet.jobs.
 WITH hits AS (
     SELECT unnest($instances::VARCHAR[]) AS instance, unnest($minutes::TIMESTAMP[]) AS minute,
@@ -15,8 +15,7 @@ WITH hits AS (
     FROM hits h
     JOIN fct_job_windows w
       ON w.on_job_host AND w.host = h.instance
-     AND h.minute >= date_trunc('minute', w.start_ts) AND h.minute < w.end_ts
-     AND (h.first_seen IS NULL OR (h.first_seen >= date_trunc('minute', w.start_ts) AND h.first_seen < w.end_ts))
+     AND oomlab_run_holds(h.minute, h.first_seen, w.start_ts, w.end_ts)
     GROUP BY w.name, h.instance, h.label
 )
 SELECT i.name, i.instance, i.label, i.ooms_inside, t.ooms
