@@ -112,3 +112,34 @@ def test_a_headerless_csv_with_no_command_is_refused_with_its_line_kept(tmp_path
         assert con.execute("SELECT rejects FROM sources").fetchone() == (1,)
     finally:
         con.close()
+
+
+def test_a_csv_whose_header_the_poster_dropped_is_named_by_its_command_notes_and_all(tmp_path: Path) -> None:
+    """018's rows under the `--format=csv` command that printed a header the poster left out, each row with a note
+    after it (the shape of pasted_tables/003, a Korean blog post); and its memory.used column queried alone, one
+    value per GPU and no comma. A `#` inside a row (no run of spaces before it) is a value, not a note."""
+    lines = (TELEMETRY / "018_nvsmi_csv_two-gpus-units-no-timestamp" / "artifact.csv").read_text().splitlines()
+    header, rows = lines[0], lines[1:]
+    names = ",".join(name.split("[")[0].strip() for name in header.split(","))
+    used = [row.split(", ")[3] for row in rows]
+    text = [
+        "Output:",
+        "```",
+        f"$ nvidia-smi --query-gpu={names} --format=csv",
+        f"{rows[0]}    <- the one that OOMs",
+        f"{rows[1].replace('GTX 1060', 'GTX #1060')}   ← idle",
+        "",
+        "$ nvidia-smi --query-gpu=memory.used --format=csv",
+        f"{used[0]}        # after the restart",
+        used[1],
+        "```",
+    ]
+    pasted = tmp_path / "ticket.md"
+    pasted.write_text("\n".join(text) + "\n")
+    got = _rows(pasted, tmp_path / "pasted.duckdb")["gpu_samples"]
+    assert [(line, name, total, used) for line, _, name, _, used, total, *_ in got] == [
+        (4, "GeForce GTX 1080 Ti", 11175 << 20, 2856 << 20),
+        (5, "GeForce GTX #1060 6GB", 6078 << 20, 4 << 20),
+        (8, None, None, 2856 << 20),
+        (9, None, None, 4 << 20),
+    ]

@@ -47,6 +47,11 @@ _ELISION = re.compile(r"^\s*(?:\[\s*(?:\.{2,}|…|snip(?:ped)?)\s*\]|\.{3,}|…)
 _PROCESSES_TITLE = re.compile(r"^\|\s*Processes:")
 _FIELD_NAME = re.compile(r"^[\w.]+$")
 _FENCE = re.compile(r"^\s*(?:>\s?)*\s*(```|~~~)")
+# A poster's note after a pasted CSV row: an arrow or a comment mark after two spaces or more (nvidia-smi separates
+# values by `, ` and pads none, so a run of spaces never stands inside a row it printed).
+_NOTE = re.compile(r"\s{2,}(?:←|⟵|<-+|#|//)(?:\s.*)?$")
+# The one value of a single-field query's row: `13284 MiB`, `85 %`, `54.11 W`, `[N/A]`.
+_ONE_AMOUNT = re.compile(r"^(?:\d+(?:\.\d+)?\s*(?:MiB|%|W|MHz|C)?|\[[^\]]+\])$")
 # How many lines above a block may hold the command that printed it (a blank line, a fence between).
 COMMAND_REACH = 3
 # A blank line inside a report (nvidia-smi's table between its GPUs and its processes, -q between GPUs): the
@@ -211,13 +216,16 @@ def _command_above(lines: Sequence[str], index: int) -> str | None:
 
 
 def _csv_header(lines: Sequence[str], command: str | None) -> tuple[str, str, bool] | None:
-    """(kind, header, whether the header is the block's own first line) of a CSV block at lines[0]."""
+    """(kind, header, whether the header is the block's own first line) of a CSV block at lines[0]. Without a
+    header of its own the command above names the fields, in the order it printed them: under `noheader`, or
+    where the poster dropped the header line `--format=csv` printed (case pasted_tables/003)."""
+    lines = [_without_note(line) for line in lines[:2]]
     kind = nvsmi_kind(lines[0])
     whole = all(_FIELD_NAME.match(f.name) for f in header_fields(lines[0]))  # no wrapper left on the header
     if kind is not None and whole and len(lines) > 1 and lines[1].count(",") == lines[0].count(","):
         return kind, lines[0], True
     query = _QUERY.search(command or "")
-    if query is None or "noheader" not in (command or ""):
+    if query is None or kind is not None:
         return None
     names = query[2].split(",")
     if lines[0].count(",") != len(names) - 1:
@@ -236,7 +244,14 @@ def _headerless_without_command(lines: Sequence[str], command: str | None) -> bo
 
 
 def _csv_continues(line: str) -> bool:
-    return "," in line and not line.lstrip().startswith(("#", "$"))
+    """A row of values (a query of one field prints no comma: `13284 MiB`), not the next command or a comment."""
+    text = _without_note(line)
+    return ("," in text or bool(_ONE_AMOUNT.match(text.strip()))) and not text.lstrip().startswith(("#", "$"))
+
+
+def _without_note(line: str) -> str:
+    """A pasted row without the note its poster wrote after the values (`13284 MiB   <- still held`)."""
+    return _NOTE.sub("", line)
 
 
 def _read_csv(block: Block, zone: tzinfo | None, at: datetime | None) -> tuple[list[TelemetryRow], list[Reject]]:
@@ -249,7 +264,7 @@ def _read_csv(block: Block, zone: tzinfo | None, at: datetime | None) -> tuple[l
         return [], [Reject(block.first, reason, block.lines[0][:RAW_LIMIT])]
     kind, header, own = found
     tz = getattr(zone, "key", None)
-    body = block.lines[1:] if own else block.lines
+    body = [_without_note(line) for line in (block.lines[1:] if own else block.lines)]
     start = block.first + (1 if own else 0)
     return telemetry_rows(read_nvsmi_lines(body, header, kind, tz, start), kind)
 

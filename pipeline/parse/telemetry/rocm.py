@@ -10,7 +10,8 @@ and `End of ROCm SMI Log`.
 
 `GPU[N] : key (unit): value` lines of one run make one row per GPU (its line: the GPU's first). The concise
 table's values stand under their titles (rocm 5 and later print titles of two lines and values with spaces,
-so a value is the text between its title's column and the next title's). VRAM% is a share without the
+so a value is the text between its title's column and the next title's; the 2018 layout indents titles and
+values alike: ` GPU  Temp    AvgPwr` over `  0   35c     73.68W`). VRAM% is a share without the
 card's size: not kept. rocm-smi prints no time: its rows have none of their own.
 """
 
@@ -84,7 +85,7 @@ class _Run:
         try:
             if keyed is not None:
                 self._keyed(number, keyed)
-            elif self.titles and line[:1].strip():
+            elif self.titles and self._gpu_row(line):
                 self._table_row(number, line)
             elif any(title in _TITLES for title in line.split()) and "Temp" in line.split():
                 self.titles = [(m.start(), m[0]) for m in re.finditer(r"\S+", line)]
@@ -103,14 +104,23 @@ class _Run:
             return
         row[column] = memory_bytes(value, unit) if column.endswith("_bytes") else numeric(value)
 
-    def _table_row(self, number: int, line: str) -> None:
-        """A value stands from its title's column to the next title's."""
-        row: dict[str, object] = {"line": number, "ts": None}
+    def _gpu_row(self, line: str) -> bool:
+        """A row of the concise table holds a GPU's index under the `GPU` (or `Device`) title, wherever the table
+        stands: at the line's start (rocm 5 and later), indented as its titles are (the 2018 layout, case
+        pasted_tables/029), after a job log's `host out: ` (case 028)."""
+        return any(_TITLES.get(title) == "gpu_index" and value.isdigit() for title, value in self._cells(line))
+
+    def _cells(self, line: str) -> Iterator[tuple[str, str]]:
+        """(title, value) of each column: a value stands from its title's column to the next title's."""
         ends = [start for start, _ in self.titles[1:]] + [len(line)]
         for (start, title), end in zip(self.titles, ends, strict=True):
+            yield title, line[start:end].strip()
+
+    def _table_row(self, number: int, line: str) -> None:
+        row: dict[str, object] = {"line": number, "ts": None}
+        for title, value in self._cells(line):
             column = _TITLES.get(title)
             if column is not None and row.get(column) is None:
-                value = line[start:end].strip()
                 row[column] = integer(value) if column == "gpu_index" else numeric(value)
         if row.get("gpu_index") is not None:
             self.table.append(TelemetryRow(GPU_SAMPLES, row))
