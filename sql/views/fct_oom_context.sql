@@ -22,14 +22,15 @@ SELECT
         AS device_total_bytes,
     coalesce(o.allowed_bytes, l.cap_bytes) AS cap_bytes,
     coalesce(o.allocated_by_pytorch_bytes, o.already_allocated_bytes) AS allocated_bytes,
-    coalesce(o.reserved_bytes, o.allocated_by_pytorch_bytes + o.reserved_unallocated_bytes) AS reserved_bytes,
+    oomlab_reserved_at_oom(o.reserved_bytes, o.allocated_by_pytorch_bytes, o.reserved_unallocated_bytes)
+        AS reserved_bytes,
     coalesce(o.reserved_unallocated_bytes,
              o.reserved_bytes - coalesce(o.allocated_by_pytorch_bytes, o.already_allocated_bytes))
         AS reserved_unallocated_bytes,
     -- a listed process that is this process seen through a PID namespace (stg_oom_sightings) says what it holds
     coalesce(o.process_in_use_bytes, o.self_bytes) AS process_in_use_bytes,
     coalesce(o.process_in_use_bytes, o.self_bytes)
-        - coalesce(o.reserved_bytes, o.allocated_by_pytorch_bytes + o.reserved_unallocated_bytes)
+        - oomlab_reserved_at_oom(o.reserved_bytes, o.allocated_by_pytorch_bytes, o.reserved_unallocated_bytes)
         AS non_pytorch_bytes,
     CASE WHEN o.neighbours IS NULL THEN NULL
          ELSE coalesce(list_sum([p.in_use_bytes FOR p IN o.neighbours]), 0)::BIGINT END AS other_bytes,
@@ -38,7 +39,8 @@ SELECT
     -- names no neighbour (oomlab_unnamed_bytes)
     CASE WHEN coalesce(len(o.neighbours), 0) = 0 THEN
         oomlab_unnamed_bytes(o.total_capacity_bytes, o.free_bytes, coalesce(o.process_in_use_bytes, o.self_bytes),
-                             coalesce(o.reserved_bytes, o.allocated_by_pytorch_bytes + o.reserved_unallocated_bytes),
+                             oomlab_reserved_at_oom(o.reserved_bytes, o.allocated_by_pytorch_bytes,
+                                                    o.reserved_unallocated_bytes),
                              o.requested_bytes)
     END::BIGINT AS unnamed_other_bytes,
     o.total_capacity_bytes - o.free_bytes AS in_use_on_card_bytes,

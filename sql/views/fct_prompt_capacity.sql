@@ -25,7 +25,8 @@ ooms AS (
                CASE WHEN len(neighbours) > 0 THEN list_sum(list_transform(neighbours, lambda p: p.in_use_bytes))
                     ELSE oomlab_unnamed_bytes(
                              total_capacity_bytes, free_bytes, coalesce(process_in_use_bytes, self_bytes),
-                             coalesce(reserved_bytes, allocated_by_pytorch_bytes + reserved_unallocated_bytes),
+                             oomlab_reserved_at_oom(reserved_bytes, allocated_by_pytorch_bytes,
+                                                    reserved_unallocated_bytes),
                              requested_bytes) END AS neighbour_bytes
         FROM stg_oom_events
         WHERE instance IS NOT NULL

@@ -28,7 +28,7 @@ CREATE OR REPLACE VIEW stg_oom_sightings AS
 WITH sized AS (
     SELECT
         *,
-        coalesce(reserved_bytes, allocated_by_pytorch_bytes + reserved_unallocated_bytes) AS own_reserved,
+        oomlab_reserved_at_oom(reserved_bytes, allocated_by_pytorch_bytes, reserved_unallocated_bytes) AS own_reserved,
         list_sum([p.in_use_bytes FOR p IN other_processes]) AS listed_bytes,
         coalesce(total_capacity_bytes - free_bytes, total_capacity_bytes) AS used_on_card,
         oomlab_printed_slack(total_capacity_bytes) + oomlab_printed_slack(free_bytes)
@@ -76,7 +76,7 @@ SELECT
     CASE WHEN free_bytes > total_capacity_bytes THEN 'free above the total capacity'
          WHEN coalesce(allocated_by_pytorch_bytes, already_allocated_bytes) > total_capacity_bytes
              THEN 'allocated above the total capacity'
-         WHEN coalesce(reserved_bytes, allocated_by_pytorch_bytes + reserved_unallocated_bytes)
+         WHEN oomlab_reserved_at_oom(reserved_bytes, allocated_by_pytorch_bytes, reserved_unallocated_bytes)
               > total_capacity_bytes THEN 'reserved above the total capacity'
          WHEN process_in_use_bytes > total_capacity_bytes THEN 'in use above the total capacity'
     END AS contradiction,

@@ -93,7 +93,8 @@ sized AS (
                      e.total_capacity_bytes, e.free_bytes,
                      coalesce(e.process_in_use_bytes,
                               CASE WHEN array_length(e.other_processes) = 1 THEN e.other_processes[1].in_use_bytes END),
-                     coalesce(e.reserved_bytes, e.allocated_by_pytorch_bytes + e.reserved_unallocated_bytes),
+                     oomlab_reserved_at_oom(e.reserved_bytes, e.allocated_by_pytorch_bytes,
+                                            e.reserved_unallocated_bytes),
                      e.requested_bytes) IS NOT NULL
         END AS names_neighbour,
         coalesce(e.reserved_unallocated_bytes, r.reserved_memory - r.allocator_allocated)
