@@ -2,9 +2,9 @@
 `source` is its URL) with the facts each must yield, and how to check them.
 
 A case is a folder `<family>/<NNN>_<slug>/` with one `artifact.*` and a `case.json` whose `expect` maps a
-table (requests, oom_events, gpu_samples, gpu_process_samples, allocator_stats, engine_memory, engine_samples) to the
-rows it must hold, in order, each with the columns the artifact states. `ingest_case` loads one artifact
-into its own database (with the options its case.json `ingest` names: instance, tz, columns, map, at) and
+table (requests, oom_events, gpu_samples, gpu_process_samples, allocator_stats, engine_memory, engine_samples,
+snapshots) to the rows it must hold, in order, each with the columns the artifact states. `ingest_case` loads one
+artifact into its own database (with the options its case.json `ingest` names: instance, tz, columns, map, at) and
 `check_case` lists what differs (empty: the case lands with the right facts).
 Used by tests/ingest/test_realworld_corpus.py and bench/corpus.py.
 """
@@ -32,6 +32,7 @@ _ORDER = {
     "allocator_stats": "moment, CASE pool WHEN 'all' THEN 0 WHEN 'large' THEN 1 ELSE 2 END",
     "engine_memory": "line NULLS LAST",
     "engine_samples": "line NULLS LAST, metric",
+    "snapshots": "snapshot_id",
 }
 # A byte amount printed in a unit is rounded to it; the expectation and the parser may round a half apart.
 _BYTE_SLACK = 1
