@@ -77,7 +77,7 @@ def incident_data(
     classified = classify_ooms(con, None, ts + _JUST_AFTER if ts else None)
     verdict = _verdict(classified, event["event_id"])
     snapshot_id = None if event.get("snapshot_id") is None else int(event["snapshot_id"])
-    snapshot = snapshot_view(con, snapshot_id, event["requested_bytes"])
+    snapshot = snapshot_view(con, snapshot_id, event["requested_bytes"], event.get("gpu_index"))
     return {
         "report": "incident",
         "event": {k: v for k, v in event.items() if k not in {"message"}},

@@ -12,7 +12,7 @@ import duckdb
 from ..analyses.snapshot.leaks import leak_suspects
 from ..analyses.snapshot.ooms import oom_moments
 from ..analyses.snapshot.series import instance_series, series_dict
-from ..analyses.snapshot.state import snapshot_state, would_fit
+from ..analyses.snapshot.state import snapshot_devices, snapshot_state, would_fit
 from ..analyses.snapshot.timeline import timeline
 from ..units import file_name
 from .snapshots import snapshots_in_window, top_sites
@@ -22,22 +22,27 @@ GROWTH_SITES = 8
 
 
 def snapshot_view(
-    con: duckdb.DuckDBPyConnection, snapshot_id: int | None, requested_bytes: int | None
+    con: duckdb.DuckDBPyConnection, snapshot_id: int | None, requested_bytes: int | None, gpu_index: int | None = None
 ) -> dict[str, Any] | None:
-    """Everything the incident page shows of the snapshot that recorded the failure; None without one."""
+    """Everything the incident page shows of the snapshot that recorded the failure; None without one. Of a
+    process that used several GPUs, the state, the fit and the replay are those of the device that failed
+    (`gpu_index`, where the snapshot holds it)."""
     if snapshot_id is None:
         return None
     info = next(s for s in snapshots_in_window(con, None, None) if s["snapshot_id"] == snapshot_id)
     series = instance_series(con, snapshot_id)
+    devices = snapshot_devices(con, snapshot_id)
+    device = gpu_index if gpu_index in devices else None
     return {
         "info": info,
-        "state": asdict(snapshot_state(con, snapshot_id)),
-        "fit": asdict(would_fit(con, snapshot_id, requested_bytes)) if requested_bytes else None,
-        "ooms": [asdict(m) for m in oom_moments(con, snapshot_id)],
+        "device": device if len(devices) > 1 else None,
+        "state": asdict(snapshot_state(con, snapshot_id, device)),
+        "fit": asdict(would_fit(con, snapshot_id, requested_bytes, device)) if requested_bytes else None,
+        "ooms": [asdict(m) for m in oom_moments(con, snapshot_id) if device is None or m.device == device],
         "top_sites": top_sites(con, [snapshot_id]),
         "leak_suspects": leak_suspects(con, snapshot_id, series=series).head(SUSPECTS).to_dicts(),
         "growth": _growth(con, series),
-        "timeline": _replayed(con, snapshot_id),
+        "timeline": _replayed(con, snapshot_id, device),
     }
 
 
@@ -54,9 +59,10 @@ def _growth(con: duckdb.DuckDBPyConnection, series: list[int]) -> dict[str, Any]
     return growth
 
 
-def _replayed(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> dict[str, Any] | None:
-    """Allocated and reserved bytes replayed from the trace (downsampled), with the OOM moments."""
-    replay = timeline(con, snapshot_id)
+def _replayed(con: duckdb.DuckDBPyConnection, snapshot_id: int, device: int | None) -> dict[str, Any] | None:
+    """Allocated and reserved bytes replayed from the trace of `device` (None: the first with one; downsampled),
+    with the OOM moments."""
+    replay = timeline(con, snapshot_id, device=device)
     if replay is None:
         return None
     points = replay.points

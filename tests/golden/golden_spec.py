@@ -58,7 +58,8 @@ VIEWS: tuple[GoldenView, ...] = (
     GoldenView("fct_traffic_exposure", ("instance", "minute")),
     GoldenView("fct_job_windows", ("name", "host", "start_ts")),
     GoldenView("fct_snapshot_state", ("snapshot_id",)),
-    GoldenView("fct_snapshot_pools", ("snapshot_id", "pool")),
+    GoldenView("fct_snapshot_pools", ("snapshot_id", "device", "pool")),
+    GoldenView("fct_snapshot_devices", ("snapshot_id", "device")),
     GoldenView("fct_snapshot_sites", ("snapshot_id", "site")),
     GoldenView("fct_snapshot_live_blocks", ("snapshot_id", "block_id")),
 )

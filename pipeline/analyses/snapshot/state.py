@@ -54,34 +54,60 @@ class FitVerdict:
     reserved_unallocated_bytes: int
 
 
-def snapshot_state(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> SnapshotState:
-    """Totals, fragmentation (1 - largest free block / total free) and internal waste (size - requested)."""
+def snapshot_state(con: duckdb.DuckDBPyConnection, snapshot_id: int, device: int | None = None) -> SnapshotState:
+    """Totals, fragmentation (1 - largest free block / total free) and internal waste (size - requested): of the
+    whole snapshot, or of one `device` of it where it holds that device's segments (a multi-GPU process's devices
+    are separate memory; the allocator's settings and its trace stay the snapshot's)."""
     row = con.sql(
         "SELECT * EXCLUDE (snapshot_id) FROM fct_snapshot_state WHERE snapshot_id = $snapshot_id",
         params={"snapshot_id": snapshot_id},
     ).pl()
     if row.is_empty():
         raise DatabaseError(f"no snapshot with id {snapshot_id} in the database", hint="see the snapshots table")
-    return SnapshotState(**row.row(0, named=True))
+    whole = row.row(0, named=True)
+    if device is not None:
+        own = con.sql(
+            "SELECT * EXCLUDE (snapshot_id, device) FROM fct_snapshot_devices "
+            "WHERE snapshot_id = $snapshot_id AND device = $device",
+            params={"snapshot_id": snapshot_id, "device": device},
+        ).pl()
+        whole |= own.row(0, named=True) if own.height else {}
+    return SnapshotState(**whole)
 
 
-def pool_states(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> pl.DataFrame:
-    """One row per pool (small / large / private): segments, reserved, allocated, free, largest free block."""
-    return con.sql(
-        "SELECT * EXCLUDE (snapshot_id) FROM fct_snapshot_pools WHERE snapshot_id = $snapshot_id ORDER BY pool",
+def snapshot_devices(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> list[int]:
+    """The devices whose segments the snapshot holds, in order."""
+    rows = con.sql(
+        "SELECT device FROM fct_snapshot_devices WHERE snapshot_id = $snapshot_id ORDER BY device",
         params={"snapshot_id": snapshot_id},
+    ).fetchall()
+    return [int(device) for (device,) in rows]
+
+
+def pool_states(con: duckdb.DuckDBPyConnection, snapshot_id: int, device: int | None = None) -> pl.DataFrame:
+    """One row per device and pool (small / large / private): segments, reserved, allocated, free, largest free
+    block; of one `device` where given."""
+    return con.sql(
+        "SELECT * EXCLUDE (snapshot_id) FROM fct_snapshot_pools WHERE snapshot_id = $snapshot_id "
+        "AND ($device::INTEGER IS NULL OR device = $device) ORDER BY device, pool",
+        params={"snapshot_id": snapshot_id, "device": device},
     ).pl()
 
 
-def would_fit(con: duckdb.DuckDBPyConnection, snapshot_id: int, requested_bytes: int) -> FitVerdict:
-    """Whether a new request fits a free block of its pool, and if not, why not."""
+def would_fit(
+    con: duckdb.DuckDBPyConnection, snapshot_id: int, requested_bytes: int, device: int | None = None
+) -> FitVerdict:
+    """Whether a new request fits a free block of its pool on `device` (without one: on the device whose pool has
+    the largest free block, as a request may be sent to any), and if not, why not."""
     rounded = -(-requested_bytes // BLOCK_ROUNDING_BYTES) * BLOCK_ROUNDING_BYTES
     pool = "small" if rounded <= SMALL_REQUEST_BYTES else "large"
-    pools = pool_states(con, snapshot_id)
-    row = pools.filter(pl.col("pool") == pool)
-    largest = int(row["largest_free_block_bytes"].sum()) if row.height else 0
-    pool_free = int(row["free_bytes"].sum()) if row.height else 0
-    unallocated = int(pools["reserved_unallocated_bytes"].sum())
+    pools = pool_states(con, snapshot_id, device)
+    rows = pools.filter(pl.col("pool") == pool).sort(["largest_free_block_bytes", "device"], descending=[True, False])
+    best = rows.row(0, named=True) if rows.height else None
+    largest = int(best["largest_free_block_bytes"]) if best else 0
+    pool_free = int(best["free_bytes"]) if best else 0
+    on = pools if best is None else pools.filter(pl.col("device") == best["device"])
+    unallocated = int(on["reserved_unallocated_bytes"].sum())
     cause, reason = _fit_reason(rounded, pool, largest, pool_free)
     return FitVerdict(requested_bytes, pool, cause == "fits", cause, reason, largest, pool_free, unallocated)
 
