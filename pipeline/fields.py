@@ -61,7 +61,8 @@ FIELDS: tuple[Field, ...] = (
     Field("request_id", "text", ("req_id", "requestid", "id", "trace_id")),
     Field("status", "text", ("state", "result", "outcome")),
     Field("error", "text", ("error_message", "exception", "err")),
-    Field("latency_ms", "float", ("latency", "duration_ms", "elapsed_ms")),
+    # total_latency_ms: a vLLM request tracer's (corpus requests/011 and 012)
+    Field("latency_ms", "float", ("latency", "duration_ms", "elapsed_ms", "total_latency_ms")),
     Field("batch_size", "int", ("batch", "bs", "num_seqs")),
     # and the names published serving traces give them: Azure's LLM inference traces (ContextTokens,
     # GeneratedTokens), BurstGPT (Request tokens, Response tokens), LLMPerf's per-request results

@@ -44,8 +44,10 @@ def json_lines(head: Head) -> bool:
 
 
 def json_array(head: Head) -> bool:
-    """A JSON array whose first object has a request log's fields."""
-    first = _first_array_object(head)
+    """A JSON document of request objects whose first has a request log's fields: an array of them, an object of
+    them keyed by id (pandas' `orient="index"`, a profiler's `json.dump(records)`), or an object whose one key
+    holds the array (`{"requests": [...]}`)."""
+    first = _first_array_object(head) or _first_keyed_object(head)
     return first is not None and looks_like_request_log(list(first), head.fields)
 
 
@@ -115,6 +117,46 @@ def _json_object(line: str) -> dict | None:
     except ValueError:
         return None
     return obj if isinstance(obj, dict) else None
+
+
+def _first_keyed_object(head: Head) -> dict | None:
+    """The first request object of a JSON object that holds them: the first of an array one of its keys holds
+    (metadata may stand before it), or its first value when its first two values are objects (records keyed by id;
+    one nested object alone is a JSON Lines record's field). The head may cut the document anywhere."""
+    if not head.stripped.startswith("{"):
+        return None
+    decoder, text = json.JSONDecoder(), head.stripped
+    objects: list[dict] = []
+    at = 1
+    try:
+        while len(objects) < 2:
+            key, at = decoder.raw_decode(text, _skip(text, at))
+            at = _skip(text, at)
+            if not isinstance(key, str) or text[at : at + 1] != ":":
+                return None
+            at = _skip(text, at + 1)
+            if text[at : at + 1] == "[":  # `"requests": [{...}, ...`, cut by the head further on
+                first, _ = decoder.raw_decode(text, _skip(text, at + 1))
+                return first if isinstance(first, dict) and not objects else None
+            value, at = decoder.raw_decode(text, at)
+            if isinstance(value, dict):
+                objects.append(value)
+            elif objects:  # an object, then a scalar: a record's fields, not records
+                return None
+            at = _skip(text, at)
+            if text[at : at + 1] != ",":
+                break
+            at += 1
+    except ValueError:  # cut by the head: judged from the values read
+        pass
+    return objects[0] if len(objects) == 2 else None
+
+
+def _skip(text: str, at: int) -> int:
+    """The index of the first non-blank character from `at`."""
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    return at
 
 
 def _first_array_object(head: Head) -> dict | None:

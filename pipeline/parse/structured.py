@@ -536,16 +536,35 @@ def _too_long(length: int, max_line: int) -> str:
 
 
 def json_array_to_lines(path: Path, work: Workspace) -> Path:
-    """A JSON array of objects rewritten as JSON Lines: `line` then counts array elements."""
+    """A JSON document of request objects rewritten as JSON Lines: `line` then counts the objects. The objects are
+    an array, the values of an object keyed by id, or the one array an object holds (parse/recognise.json_array)."""
     with open_binary(path) as handle:
         try:
-            items = json.load(handle)
+            document = json.load(handle)
         except (ValueError, UnicodeDecodeError) as exc:
             raise InputError(str(path), f"invalid JSON: {exc}") from exc
-    if not isinstance(items, list):
-        raise InputError(str(path), "a JSON document that is not an array of request objects")
+    items = _request_objects(document)
+    if items is None:
+        raise InputError(
+            str(path),
+            "a JSON document that holds no request objects: neither an array of them, nor objects keyed by id, "
+            "nor one array of them under a key",
+        )
     lines = work.file(path.name + ".jsonl")
     with open(lines, "w", encoding="utf-8") as out:
         for item in items:
             out.write(json.dumps(item, ensure_ascii=False) + "\n")
     return lines
+
+
+def _request_objects(document: object) -> list[object] | None:
+    """The request objects of a JSON document (json_array_to_lines), or None when it holds none."""
+    if isinstance(document, list):
+        return document
+    if not isinstance(document, dict):
+        return None
+    arrays = [value for value in document.values() if isinstance(value, list)]
+    if len(arrays) == 1:  # the one array under a key, metadata beside it
+        return arrays[0]
+    keyed = [value for value in document.values() if isinstance(value, dict)]  # keyed by id, in the file's order
+    return keyed if keyed and not arrays else None
