@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from oomlab.analyses.snapshot.inspect import diff_snapshots, inspect_database, inspect_snapshot
 from oomlab.analyses.snapshot.leaks import SUSPECT_COLUMNS
@@ -35,6 +36,7 @@ DOCUMENTED_KEYS = {
     "trace_events",
     "allocator_settings",
     "pools",
+    "devices",
     "top_sites",
     "leak_suspects",
     "leak_basis",
@@ -129,3 +131,26 @@ def test_inspect_a_snapshot_without_trace(tmp_path: Path) -> None:
     assert (top["growth_bytes"], top["window_steps"]) == (0, 0)
     assert result["allocated_bytes"] == 4930370560
     assert result["top_sites"][0]["site"].startswith("transformers/cache_utils.py:update:14")
+
+
+# Real snapshot snapshots/001 of the corpus (a training run on cuda:0-2); per device: segments, their total_size,
+# the active_allocated blocks' sizes, the largest inactive block and all inactive blocks, read from the pickle with
+# a restricted unpickler of our own
+THREE_GPUS = {
+    0: (2, 8_541_700_096, 8_094_645_248, 170_372_608, 447_054_848),
+    1: (8, 84_202_749_952, 403_507_712, 27_493_662_720, 83_799_242_240),
+    2: (2, 21_883_781_120, 20_230_674_944, 573_698_048, 1_653_106_176),
+}
+
+
+def test_a_multi_gpu_snapshot_states_each_device_and_no_cross_device_block() -> None:
+    """Each GPU's totals are its own; the snapshot's fragmentation counts each device's largest free block, as no
+    request can use a block on another GPU."""
+    path = Path(__file__).resolve().parents[1] / "cases" / "realworld" / "snapshots"
+    result = inspect_snapshot(path / "001_code-location-expandable-3gpu-oom" / "artifact.pickle.gz")
+    columns = ("segment_count", "reserved_bytes", "allocated_bytes", "largest_free_block_bytes", "free_bytes")
+    got = {d["device"]: tuple(d[c] for c in columns) for d in result["devices"]}
+    assert got == THREE_GPUS
+    free = sum(v[4] for v in THREE_GPUS.values())
+    assert result["fragmentation"] == pytest.approx(1 - sum(v[3] for v in THREE_GPUS.values()) / free)
+    assert result["largest_free_block_bytes"] == THREE_GPUS[1][3]

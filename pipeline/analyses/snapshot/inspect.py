@@ -17,7 +17,7 @@ from .leaks import SUSPECT_COLUMNS, leak_judgement
 from .ooms import oom_moments
 from .series import order_snapshots, series_dict
 from .sites import allocation_sites, diff_segments, diff_sites
-from .state import pool_states, snapshot_state, would_fit
+from .state import device_states, pool_states, snapshot_state, would_fit
 from .timeline import timeline
 
 _STATE_KEYS = (
@@ -103,6 +103,7 @@ def inspect_database(
         allocator_settings=_json_value(meta["allocator_settings"]),
     )
     result["pools"] = pool_states(con, snapshot_id).to_dicts()
+    result["devices"] = device_states(con, snapshot_id).to_dicts()
     result["top_sites"] = _top_sites(con, snapshot_id, top)
     suspects, basis = leak_judgement(con, snapshot_id, series=series)
     result["leak_suspects"] = _suspect_dicts(suspects, top)

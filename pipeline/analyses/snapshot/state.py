@@ -75,13 +75,17 @@ def snapshot_state(con: duckdb.DuckDBPyConnection, snapshot_id: int, device: int
     return SnapshotState(**whole)
 
 
+def device_states(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> pl.DataFrame:
+    """One row per device whose segments the snapshot holds (fct_snapshot_devices), in device order."""
+    return con.sql(
+        "SELECT * EXCLUDE (snapshot_id) FROM fct_snapshot_devices WHERE snapshot_id = $snapshot_id ORDER BY device",
+        params={"snapshot_id": snapshot_id},
+    ).pl()
+
+
 def snapshot_devices(con: duckdb.DuckDBPyConnection, snapshot_id: int) -> list[int]:
     """The devices whose segments the snapshot holds, in order."""
-    rows = con.sql(
-        "SELECT device FROM fct_snapshot_devices WHERE snapshot_id = $snapshot_id ORDER BY device",
-        params={"snapshot_id": snapshot_id},
-    ).fetchall()
-    return [int(device) for (device,) in rows]
+    return [int(device) for device in device_states(con, snapshot_id)["device"]]
 
 
 def pool_states(con: duckdb.DuckDBPyConnection, snapshot_id: int, device: int | None = None) -> pl.DataFrame:
