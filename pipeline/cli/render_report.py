@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
@@ -19,6 +19,13 @@ def print_written(paths: list[Path]) -> None:
     console = pipe_console(soft_wrap=True, highlight=False)
     for path in paths:
         console.print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)")
+
+
+def say_latest(event: dict[str, Any]) -> None:
+    """Which OOM an incident report asked for without --event or --instance explains: the latest (on stderr)."""
+    when = "no time" if event.get("ts") is None else f"{event['ts']:%Y-%m-%d %H:%M:%S} UTC"
+    where = event.get("instance") or "an unknown instance"
+    print(f"oomlab: the latest OOM: event {event['event_id']} on {where} at {when}", file=sys.stderr, flush=True)
 
 
 def say_step(line: str) -> None:

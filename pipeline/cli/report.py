@@ -67,15 +67,18 @@ def report_incident(
     html_path: str,
     json_path: str | None,
 ) -> None:
-    """One OOM explained: the message decoded, its cause and evidence, the hours around it, the snapshot."""
+    """One OOM explained: the message decoded, its cause and evidence, the hours around it, the snapshot. Without
+    --event or --instance: the latest OOM."""
     from .. import api
-    from .render_report import print_written
+    from .render_report import print_written, say_latest
 
-    if (event_id is None) == (instance is None):
-        raise click.UsageError("give either --event ID or --instance NAME --at TIME")
+    if event_id is not None and instance is not None:
+        raise click.UsageError("give either --event ID or --instance NAME --at TIME, not both")
     if instance is not None and at is None:
         raise click.UsageError("--instance needs --at TIME")
     report = api.incident_report(one_source(db_path, aggregates), event_id, instance, at, aggregates)
+    if event_id is None and instance is None:
+        say_latest(report.doc["event"])
     print_written(report.write(html_path, json_path))
 
 

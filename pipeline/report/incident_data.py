@@ -56,7 +56,13 @@ MESSAGE_FIELDS: tuple[tuple[str, str, str], ...] = (
 def resolve_event(
     con: duckdb.DuckDBPyConnection, event_id: int | None, instance: str | None, at: datetime | None
 ) -> int:
-    """The event id asked for: given (any of its sightings' ids), or the OOM of `instance` nearest to `at`."""
+    """The event id asked for: given (any of its sightings' ids), the OOM of `instance` nearest to `at`, or, with
+    neither, the latest OOM."""
+    if event_id is None and instance is None:
+        latest = con.sql(sql_text("q_incident_latest")).fetchall()
+        if not latest:
+            raise OomlabError("no OOM in the database", hint="ingest logs with OOM messages, request logs or snapshots")
+        event_id = int(latest[0][0])
     if event_id is not None:
         return int(con.sql(sql_text("q_incident_event_key"), params={"event_id": event_id}).fetchall()[0][0])
     rows = con.sql(sql_text("q_incident_nearest"), params={"instance": instance, "at": at}).fetchall()

@@ -294,8 +294,18 @@ def test_cli_report_commands(demo, run_cli, tmp_path):
     bad = run_cli("report", "weekly", "--db", demo.db_path, "--since", "2026-11-30", "--until", "2026-11-24", "-o", out)
     assert bad.exit_code == 1
     assert bad.stderr == "Error: --since 2026-11-30 00:00 is not before --until 2026-11-24 00:00\n"
-    missing = run_cli("report", "incident", "--db", demo.db_path, "-o", out)
-    assert missing.exit_code == 2 and "give either --event ID or --instance NAME --at TIME" in missing.stderr
+    both = run_cli("report", "incident", "--db", demo.db_path, "--event", 1, "--instance", "a10-01", "-o", out)
+    assert both.exit_code == 2 and "give either --event ID or --instance NAME --at TIME, not both" in both.stderr
+    # neither: the latest OOM, and the terminal says which
+    latest = run_cli("report", "incident", "--db", demo.db_path, "-o", out, "--json", tmp_path / "i.json")
+    event = json.loads((tmp_path / "i.json").read_text())["event"]
+    con = duckdb.connect(str(demo.db_path), read_only=True)
+    try:
+        (last,) = con.execute("SELECT max(ts) FROM oom_events").fetchone()
+    finally:
+        con.close()
+    assert latest.exit_code == 0 and event["ts"] == last.isoformat()
+    assert f"the latest OOM: event {event['event_id']} on {event['instance']}" in latest.stderr
     unknown = run_cli("report", "incident", "--db", demo.db_path, "--event", 10**9, "-o", out)
     assert unknown.exit_code == 1 and unknown.stderr.startswith("Error: no OOM event 1000000000 (see:")
 
