@@ -1,5 +1,6 @@
 -- Per instance, GPU and process with at least two allocator moments: the first and last moment's allocated
--- and reserved bytes, the printing resolution, and the moments' sources.
+-- and reserved bytes, the printing resolution, and the moments' sources. A printout that states no sizes (corpus
+-- allocator/027: a table whose rows the poster cut) is no moment of the series.
 -- Used by oomlab.analyses.fleet.allocator_series.
 SELECT instance, gpu_index, process,
        count(DISTINCT allocated_total_bytes) AS moments,  -- a summary and a stats dict of one moment are one
@@ -15,6 +16,7 @@ SELECT instance, gpu_index, process,
        max(ts) AS last_ts,
        list(DISTINCT origin ORDER BY origin) AS origins
 FROM fct_allocator_moments
+WHERE allocated_bytes IS NOT NULL AND reserved_bytes IS NOT NULL
 GROUP BY instance, gpu_index, process
 HAVING count(*) >= 2
 ORDER BY instance, gpu_index, process;

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import duckdb
 import pytest
 
@@ -58,3 +61,27 @@ def test_at_dates_a_printout_and_a_bad_at_is_a_usage_error(run_cli, sql, db) -> 
     assert sql("SELECT kind FROM sources") == [("memory_stats",)]
     bad = run_cli("ingest", stats, "--db", db, "--at", "yesterday")
     assert bad.exit_code == 2 and "not an ISO 8601 time" in bad.output
+
+
+CUT_ROWS = "027_pytorch_comfyui-pr-glued-vs-newline-header-two-moments"
+FAIRSEQ = "024_pytorch_fairseq-logger-prefix-glued-to-top-rule-r-drop"
+
+
+def test_printouts_without_sizes_are_no_series_and_break_no_report(tmp_path) -> None:
+    """Real corpus case allocator/027 (a ComfyUI PR comment): two memory_summary() moments whose rows the poster cut,
+    so neither states a size; beside allocator/024, whose OOM the incident page explains, each under its case's
+    name. The two sizeless moments make no series (there is nothing to compare), and the page renders."""
+    realworld = Path(__file__).resolve().parents[1] / "cases" / "realworld" / "allocator"
+    for name in (CUT_ROWS, FAIRSEQ):
+        shutil.copy(realworld / name / "artifact.txt", tmp_path / f"{name}.txt")
+    db = tmp_path / "a.duckdb"
+    api.ingest(db, [str(tmp_path / f"{name}.txt") for name in (CUT_ROWS, FAIRSEQ)], IngestOptions())
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        sizes = con.execute("SELECT allocated_bytes FROM fct_allocator_moments WHERE instance = ?", [CUT_ROWS])
+        assert [size for (size,) in sizes.fetchall()] == [None, None]
+        assert allocator_series(con).is_empty()
+    finally:
+        con.close()
+    report = api.incident_report(db)
+    assert report.doc["event"]["instance"] == FAIRSEQ
