@@ -15,7 +15,10 @@ Two sightings are one failure when nothing they both state disagrees and they co
   time (a bare message file) links by its numbers alone, and only where its file's order decides (below);
 - the numbers: the failed allocation's size, the free memory and the card's total agree within what printing
   rounds away (`printed_slack`), a snapshot's size (before the allocator rounds it) through the allocator's
-  rounding (`allocation_size`).
+  rounding (`allocation_size`);
+- the allocator: one failure is one allocator's, so messages of frameworks that allocate on their own (a CuPy and
+  a PyTorch message, JAX and NCCL: corpus oom/014 and 064, 024 and 096 ingested together) are two failures; the
+  engines that serve on PyTorch print its failures as theirs (`ALLOCATOR`).
 Each event holds at most one sighting per file: one file never records one failure twice. A document (a
 Markdown issue or post) is the exception: its author pastes one failure into several sections of a template,
 so there untimed copies of one message, character for character, are one failure (real: the realworld corpus's
@@ -48,6 +51,9 @@ DOCUMENT_SUFFIXES = (".md", ".markdown")
 # says `Tried to allocate` the rounded size, a snapshot's `oom` entry the size asked for.
 _SMALL_SIZE, _SMALL_BUFFER = 1 * MIB, 2 * MIB
 _MIN_LARGE_ALLOC, _LARGE_BUFFER, _ROUND_LARGE = 10 * MIB, 20 * MIB, 2 * MIB
+# The allocator behind each framework's messages (parse/oom/signatures.py names them), where it is not the
+# framework's own: the serving engines run on PyTorch's caching allocator and print its failures.
+ALLOCATOR = {name: "pytorch" for name in ("pytorch-rocm", "pytorch-mps", "pytorch-npu", "vllm", "sglang", "tgi", "ray")}
 # The order sightings are taken in: a request-log row states exact bytes and its request, a message rounds
 # them, a snapshot's entry states the fewest facts.
 _ORIGIN_RANK = {"structured": 0, "message": 1, "snapshot": 2}
@@ -98,6 +104,11 @@ class Sighting:
     latency: timedelta
     self_pid: int | None = None
     text: str | None = None  # the message as printed: a request-log row's, or a document's (`_pasted_copies`)
+    framework: str | None = None  # whose message it is (None: a request-log row or snapshot without one)
+
+    @property
+    def allocator(self) -> str | None:
+        return None if self.framework is None else ALLOCATOR.get(self.framework, self.framework)
 
     @property
     def order(self) -> tuple:
@@ -150,7 +161,10 @@ def sizes_agree(a: Sighting, b: Sighting) -> bool:
 
 
 def numbers_agree(event: Event, s: Sighting) -> bool:
-    """Nothing both state disagrees: requested size, free memory, the card's total."""
+    """Nothing both state disagrees: the allocator, requested size, free memory, the card's total."""
+    stated = event.stated("allocator")
+    if stated is not None and s.allocator is not None and stated.allocator != s.allocator:
+        return False
     sized = event.stated("requested")
     if sized is not None and not sizes_agree(sized, s):
         return False
@@ -348,7 +362,7 @@ def read_sightings(con: duckdb.DuckDBPyConnection) -> list[Sighting]:
     rows = con.execute(sql_text("select_oom_sightings"), {"document_suffixes": list(DOCUMENT_SUFFIXES)}).fetchall()
     out = []
     for row in rows:
-        event_id, source_id, path, line, origin, ts, instance, gpu, req, free, total, latency, message, pid = row
+        event_id, source_id, path, line, origin, ts, instance, gpu, req, free, total, latency, message, pid, who = row
         logged = message if origin == "structured" else None
         requested, free, total = _printed_numbers(logged) or (req, free, total)
         out.append(
@@ -368,6 +382,7 @@ def read_sightings(con: duckdb.DuckDBPyConnection) -> list[Sighting]:
                 latency=timedelta(milliseconds=latency) if latency and latency > 0 else timedelta(0),
                 self_pid=pid,
                 text=message,
+                framework=who,
             )
         )
     return out

@@ -219,3 +219,31 @@ def test_a_message_pasted_four_times_in_an_issue_is_one_event_but_a_log_repeatin
             con.close()
         if events == 1:
             assert matched == ["a copy pasted in its document"] * 3 + ["key"]
+
+
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        ("014_cupy_old-wording-quoted-outofmemoryerror", "064_pytorch_rich-traceback-wrapped-120-cols"),
+        ("024_jax_", "096_nccl_"),
+    ],
+)
+def test_messages_of_two_allocators_are_two_failures(tmp_path, first: str, second: str) -> None:
+    """Real corpus pairs ingested together under their names, as a user dumping unrelated logs in one folder: a
+    CuPy OOM and a PyTorch one both asking 1 GiB, with no time and no host (oom/014 and 064), a JAX and an NCCL one
+    (024 and 096). Their sizes agree, but one failure is one allocator's: they are two events."""
+    oom = CASES / "realworld" / "oom"
+    paths = []
+    for prefix in (first, second):
+        (artifact,) = next(oom.glob(f"{prefix}*")).glob("artifact.*")
+        paths.append(tmp_path / f"{artifact.parent.name}{artifact.suffix}")
+        paths[-1].write_bytes(artifact.read_bytes())
+    db = tmp_path / "two.duckdb"
+    api.ingest(db, [str(p) for p in paths], IngestOptions())
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        sightings = con.execute("SELECT count(*), count(DISTINCT framework) FROM oom_events").fetchone()
+        events = con.execute("SELECT count(*) FROM stg_oom_events").fetchone()
+    finally:
+        con.close()
+    assert sightings == (2, 2) and events == (2,)
