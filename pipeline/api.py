@@ -151,6 +151,8 @@ def query(
 
     from .load.connection import connect, lock_down, run_bounded
 
+    if not sql.strip().strip(";").strip():
+        raise UsageError("no SQL statement given", hint='e.g. oomlab query "SELECT count(*) FROM stg_oom_events"')
     with connect(db_path, read_only=True) as con:
         lock_down(con)
         try:

@@ -62,8 +62,9 @@ def plain(value: object, style: str = "") -> Text:
 def pipe_console(**options: Any) -> Console:
     """A rich Console (`options` as rich takes them) whose reader closing the pipe (`oomlab findings | head`)
     raises BrokenPipeError, which the command line turns into a quiet exit (main.PIPE_CLOSED_EXIT); rich's own
-    Console exits with status 1 there, as if the command had failed."""
-    return _pipe_console_class()(**options)
+    Console exits with status 1 there, as if the command had failed. Emoji codes are never read: a stack frame
+    `trainers.py:train:444` is a file, a function and a line, not `:train:` (real snapshot snapshots/001)."""
+    return _pipe_console_class()(**{"emoji": False, **options})
 
 
 @functools.cache

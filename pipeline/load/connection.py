@@ -269,7 +269,8 @@ def run_bounded(
     def work() -> None:
         try:
             cursor = con.execute(sql, params)
-            columns = [d[0] for d in cursor.description] if cursor.description else []
+            # a statement that returns nothing (a comment alone) leaves no cursor to describe
+            columns = [d[0] for d in cursor.description] if cursor is not None and cursor.description else []
             if not columns:
                 outcome["fetched"] = Fetched(columns, [], False)
                 return

@@ -56,3 +56,14 @@ def test_ctrl_c_stops_an_endless_query_in_one_line(loaded: Path) -> None:
     _, err = process.communicate(timeout=60)
     assert (process.returncode, err) == (1, "Error: query stopped: interrupted (Ctrl-C)\n")
     assert os.path.exists(loaded)
+
+
+@pytest.mark.parametrize("sql", ["", "  ", ";", "/* nothing */"])
+def test_no_statement_is_said_in_one_line_never_a_traceback(loaded: Path, run_cli, sql: str) -> None:
+    """An empty argument (a shell variable that was not set) or a statement that returns nothing."""
+    result = run_cli("query", sql, "--db", loaded)
+    assert "Traceback" not in result.output + result.stderr
+    if sql.strip(" ;"):
+        assert result.exit_code == 0 and result.stdout.strip() == ""
+    else:
+        assert result.exit_code != 0 and result.stderr.startswith("Error: no SQL statement given")

@@ -63,3 +63,12 @@ def test_memory_without_call_stacks_is_named_in_the_tables(tmp_path: Path, run_c
     shown = run_cli("snapshot", "inspect", path)
     assert "leak suspects: none (" in shown.stdout and "judged from the final blocks alone" in shown.stdout
     assert "4.59 GiB of live memory has no call stack, so no leak judgement can place it" in shown.stdout
+
+
+def test_a_frame_named_like_an_emoji_code_prints_as_written(run_cli) -> None:
+    """Real snapshot snapshots/001 of the corpus: its leak suspect is called from trainers.py's function `train`,
+    which rich would print as an emoji."""
+    corpus = Path(__file__).resolve().parents[1] / "cases" / "realworld" / "snapshots"
+    shown = run_cli("snapshot", "inspect", next(corpus.glob("001_*/artifact.pickle.gz")))
+    assert shown.exit_code == 0, shown.output
+    assert "src/train/trainers.py:train:444" in shown.stdout
