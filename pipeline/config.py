@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -10,11 +11,17 @@ from .fields import FIELDS, Field
 
 # Files people save torch.cuda.memory_summary() / memory_stats() printouts in are named after the function.
 ALLOCATOR_PRINTOUTS = ("memory_summary", "memory_stats")
+# An IPv4 address at the start of a file name, and the rest of the name up to its next dot.
+_IPV4_NAME = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?!\d)[^.]*")
 
 
 def instance_from_filename(path: str | Path) -> str:
-    """`gpu-a-0.log.gz` -> `gpu-a-0`: the file name without its extensions."""
-    return Path(path).name.split(".", 1)[0]
+    """`gpu-a-0.log.gz` -> `gpu-a-0`: the file name up to its first dot (`gpu-a-0.snapshot_end.pickle.gz` is
+    gpu-a-0's too). A name that opens with an IPv4 address keeps it whole: per-node logs named for the node's
+    address (`10.0.3.17.log`, `10.0.3.18.log`) are two hosts, not one called `10`."""
+    name = Path(path).name
+    address = _IPV4_NAME.match(name)
+    return address[0] if address else name.split(".", 1)[0]
 
 
 @dataclass(frozen=True)
