@@ -23,6 +23,7 @@ from ..analyses.fleet.oom_limits import token_cost
 from ..load.sql import sql_text
 from .allocator_advice import fragmentation_step
 from .finding import Finding, Window
+from .wording import ooms_text
 
 # A job explains a neighbour when at least this share of the neighbour's OOMs fall inside its runs.
 JOB_SHARE = 0.8
@@ -200,14 +201,13 @@ def _external(key: str, group: pl.DataFrame) -> Finding:
     pids = sorted({p for row in group["other_pids"].to_list() for p in (row or [])})
     held = _num(group["other_bytes"].median())
     job = group["job"][0]
-    who = f"job {job}'s process" if job else f"process {', '.join(map(str, pids[:3]))}"
+    named = f"process {', '.join(map(str, pids[:3]))}" if pids else "processes the OOM messages do not name"
+    who = f"job {job}'s process" if job else named
     also = group.filter(pl.col("contributing").list.contains("capacity")).height
     fit = group.filter(pl.col("rule") == "neighbour_counterfactual").height
     dominant = group.filter(pl.col("rule") == "dominant_neighbour").height
-    text = (
-        f"{group.height} OOMs on {', '.join(hosts)} happened while {who} held {size(held)} of the device "
-        f"({len(pids)} pid{'s' if len(pids) != 1 else ''} seen)"
-    )
+    seen = f" ({len(pids)} pid{'s' if len(pids) != 1 else ''} seen)" if pids else ""
+    text = f"{ooms_text(group.height)} on {', '.join(hosts)} happened while {who} held {size(held)} of the device{seen}"
     if fit:
         text += f"; {fit} of the failing requests fit what these cards serve without it"
     if dominant:
@@ -220,6 +220,9 @@ def _external(key: str, group: pl.DataFrame) -> Finding:
         if job
         else f"move the neighbour process (pid {', '.join(map(str, pids[:3]))}, {size(held)}) off "
         f"host {where}, or give this service a card of its own"
+        if pids
+        else f"find what else holds {size(held)} of the GPU on {where} (nvidia-smi lists its processes) and move "
+        "it off, or give this service a card of its own"
     )
     metrics = {
         "hosts": hosts,
@@ -269,7 +272,7 @@ def _capacity(card: str | None, group: pl.DataFrame, cost: pl.DataFrame) -> Find
     budget = min(budgets.values()) if budgets else None
     sized = group.filter(pl.col("tokens").is_not_null()).height
     text = (
-        f"{group.height} OOMs where the request alone needed at least the {size(limit)} largest peak "
+        f"{ooms_text(group.height)} where the request alone needed at least the {size(limit)} largest peak "
         f"that succeeded on {card} cards"
     )
     if not tokens.is_empty():

@@ -12,6 +12,7 @@ from ..analyses.fleet.classify import classify_ooms
 from ..analyses.fleet.leaks import RESTART_HEADROOM_SHARE, first_deploy, leaking_versions, lifetimes
 from ..units import format_bytes_short
 from .finding import Finding, Window
+from .wording import ooms_text
 
 UNNAMED_VERSION = "(not logged)"  # how a finding names the version of requests whose log names none
 
@@ -56,7 +57,7 @@ def _leak_finding(lives: pl.DataFrame, v: dict, ooms: int) -> Finding:
     text = (
         f"the allocated baseline after requests climbs in {v['leaking_lifetimes']} of {v['lifetimes']} "
         f"process lifetimes{counted} of {name} on {', '.join(v['instances'])} ({_growth_evidence(v)}; "
-        f"R^2 at least {v['min_r2']:.2f}){when}{restarts}; {ooms} OOMs classified as leak"
+        f"R^2 at least {v['min_r2']:.2f}){when}{restarts}; {ooms_text(ooms)} classified as leak"
     )
     previous = _previous_version(lives, version)
     since = "" if deploy is None else (f" {'after deploy at' if deploy[2] else 'since'} {deploy[0]:%Y-%m-%d %H:%M} UTC")

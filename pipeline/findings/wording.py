@@ -47,6 +47,12 @@ _SUBJECT_WORDS = (("model_version ", "model version "), ("instance ", "host "), 
 _FULL = max(LEVELS)
 
 
+def ooms_text(count: float) -> str:
+    """`1 OOM`, `2 OOMs`, `1,204 OOMs`."""
+    n = round(count)
+    return f"{n:,} OOM" if n == 1 else f"{n:,} OOMs"
+
+
 def kind_words(kind: str) -> str:
     return KIND_WORDS.get(kind, kind.replace("_", " "))
 
@@ -159,18 +165,18 @@ def summary(finding: Finding) -> str:
             return (
                 f"{m['leaking_lifetimes']} of {m.get('lifetimes', 0)} process lifetimes of "
                 f"{finding.subject.removeprefix('model_version ')} on {', '.join(m.get('instances') or [])} grew by "
-                f"about {_leak_rate(m)} and never gave it back; {m.get('leak_ooms', 0):,} OOMs{when}."
+                f"about {_leak_rate(m)} and never gave it back; {ooms_text(m.get('leak_ooms', 0))}{when}."
             )
         case "scheduled_job" if m.get("name") and m.get("ooms_in") is not None:
             return (
-                f"{m['ooms_in']:,} OOMs fell inside {m['name']}'s runs on "
+                f"{ooms_text(m['ooms_in'])} fell inside {m['name']}'s runs on "
                 f"{', '.join(m.get('hosts_affected') or m.get('hosts') or [])}, where traffic alone explains "
                 f"{m.get('expected_in') or 0:.0f}."
             )
         case "fragmentation" if m.get("median_unallocated_bytes") is not None:
             strongest = f" on {m['instance']}" if finding.metrics.get("per_host") else ""
             return (
-                f"{round(finding.impact):,} OOMs on {hosts_of(finding)}{when} failed with memory reserved but "
+                f"{ooms_text(finding.impact)} on {hosts_of(finding)}{when} failed with memory reserved but "
                 f"unallocated (median {format_bytes_short(m['median_unallocated_bytes'])}{strongest}, "
                 f"{m.get('median_unallocated_to_requested') or 0:,.0f}x the request): no free block was large enough."
             )

@@ -145,7 +145,8 @@ def _check_sql(field: Field, source: str, duck_type: str, converted: str, per_un
         unit = next((k for k, v in TIME_UNITS.items() if v == per_unit), "s")
         implausible = (
             f"CASE WHEN {relative} THEN '{field.name}: ' || left(CAST({source} AS VARCHAR), 60) || "
-            f"' is a time from the log''s start ({unit}), not a moment: pass --at with when it started' "
+            f"' is a time from the log''s start (read in {unit}; map another unit: --map {field.name}=FIELD:ms), "
+            f"not a moment: pass --at with when it started' "
             f"ELSE {implausible} END"
         )
     implausible = f"CASE WHEN {converted} < TS_EARLIEST() OR {converted} >= TS_LATEST() THEN {implausible} END"

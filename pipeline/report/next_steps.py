@@ -62,10 +62,13 @@ def _by_cause(
             "If such requests must be served, move the model to a card with 1.3-1.5x its measured peak.",
         ]
     if cause == "external_pressure":
-        pids = ", ".join(str(p) for p in (event.get("other_pids") or [])) or "another process"
+        # the classifier's figures: the neighbours it found, and memory no named process accounts for
+        listed = verdict.get("other_pids") or event.get("other_pids") or []
+        held = size(verdict.get("other_bytes") or event.get("other_bytes"))
+        who = f"process {', '.join(map(str, listed))} ({held})" if listed else f"the processes holding {held}"
+        unnamed = "" if listed else " (the OOM message names none: nvidia-smi on the host lists them)"
         return [
-            f"Move {pids} ({size(event.get('other_bytes'))}) off {instance}'s GPU, or give the service a card "
-            "of its own.",
+            f"Move {who} off {instance}'s GPU{unnamed}, or give the service a card of its own.",
             "Check the calendar: a job that starts processes on the GPU host at this time is the usual culprit.",
         ]
     if cause == "process_cap":

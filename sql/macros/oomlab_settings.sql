@@ -84,10 +84,15 @@ CREATE OR REPLACE MACRO LARGE_REQUEST_QUANTILE() AS 0.95;
 -- old: an older list of processes says little about who held the card when it failed.
 CREATE OR REPLACE MACRO NEIGHBOUR_ROUND_MAX_AGE() AS INTERVAL 15 MINUTE;
 -- Memory a process holds outside PyTorch's counters: the CUDA context and its libraries' workspaces (docs/domain.md:
--- a few hundred MB to about 1 GiB). Memory in use on the card beyond what this process reserved and this much is
--- held by processes its OOM message does not name (fct_oom_context.unnamed_other_bytes; the snapshot classifier
--- the same).
+-- a few hundred MB to about 1 GiB). What a process can hold alone on a card is its total less this much.
 CREATE OR REPLACE MACRO CONTEXT_ALLOWANCE_BYTES() AS 1073741824;
+-- The most that context takes: before CUDA 11.7's lazy module loading (PyTorch < 1.13, whose OOM message names no
+-- process) every kernel of the libraries was loaded at start, over 1,000 MB (PyTorch's maintainers in
+-- pytorch/pytorch#107667), about 1.5 GB on a 2018 card (#4918). Memory in use on the card beyond what this process
+-- reserved and this much is held by processes its OOM message does not name (fct_oom_context.unnamed_other_bytes;
+-- the snapshot classifier the same); less is one process's own (real: corpus oom/065, a T4 notebook of that era
+-- with 1.27 GiB in use outside PyTorch's 12.57 GiB reserved).
+CREATE OR REPLACE MACRO CONTEXT_MAX_BYTES() AS 1610612736;
 
 -- Weekly buckets count from this Monday, so that they are ISO weeks (Monday 00:00 UTC): rpt_oom_rate_weekly
 -- and the week-over-week numbers of oomlab.analyses.fleet.aggregates.

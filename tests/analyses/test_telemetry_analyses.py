@@ -49,7 +49,8 @@ def test_a_neighbour_only_nvidia_smi_saw_is_external_pressure(tmp_path, db, run_
     _ingest(run_cli, db, log)
     (alone,) = _classified(db).iter_rows(named=True)
     # alone, the message names no process, but the card's accounting does not add up: 139.52 GiB in use, this
-    # process's 3.53 GiB reserved and a context account for 4.53 GiB; someone holds the rest
+    # process's 3.53 GiB reserved and the largest context (1.5 GiB) account for 5.03 GiB; someone holds the rest
+    # (at least 134.50 GiB: the neighbour's 135.29 GiB less what of the context this process did not use)
     assert (alone["cause"], alone["rule"], alone["neighbours_seen_by"]) == (
         "external_pressure",
         "dominant_neighbour",
@@ -57,7 +58,7 @@ def test_a_neighbour_only_nvidia_smi_saw_is_external_pressure(tmp_path, db, run_
     )
     assert alone["other_pids"] == [] and alone["other_bytes"] > 130 * 1024 * MIB
     assert alone["evidence"].startswith(
-        "processes the message does not name held about 135.00 GiB (the card had 139.53 GiB"
+        "processes the message does not name held about 134.50 GiB (the card had 139.53 GiB"
     )
     _ingest(run_cli, db, ENV / "nvsmi_apps_run2.csv.gz", instance="gpu-b-1")
     (seen,) = _classified(db).iter_rows(named=True)

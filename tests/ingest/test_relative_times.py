@@ -50,7 +50,10 @@ def test_without_at_a_relative_time_is_a_reject_that_says_how_to_place_it(run_cl
     assert sql("SELECT count(*) FROM requests") == [(0,)]
     reasons = [reason for (reason,) in sql("SELECT reason FROM rejects ORDER BY line")]
     assert len(reasons) == 200
-    assert reasons[1] == "ts: 4.314579 is a time from the log's start (s), not a moment: pass --at with when it started"
+    assert reasons[1] == (
+        "ts: 4.314579 is a time from the log's start (read in s; map another unit: --map ts=FIELD:ms), not a "
+        "moment: pass --at with when it started"
+    )
 
 
 def test_the_unit_a_mapping_states_reads_milliseconds_from_the_start(run_cli, db, sql):

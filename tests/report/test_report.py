@@ -216,7 +216,7 @@ def test_incident_of_the_neighbour_names_its_process(demo):
     assert doc["event"]["request_id"] == "gpu-b-1-00058"
     assert doc["verdict"]["cause"] == "external_pressure"
     assert doc["event"]["other_pids"] == [1030]
-    assert "Move 1030 (135.29 GiB) off gpu-b-1's GPU" in doc["next_steps"][0]
+    assert "Move process 1030 (135.29 GiB) off gpu-b-1's GPU" in doc["next_steps"][0]
     # the one earlier OOM there: request gpu-b-1-00031, the first
     assert [s["ts"] for s in doc["similar"]] == [datetime(2026, 11, 30, 1, 50, 3, 302000)]
 

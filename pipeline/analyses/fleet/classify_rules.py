@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from ...load.oom_links import allocation_size
 from ...load.settings import CONTEXT_ALLOWANCE_BYTES
 from ...units import MIB, format_bytes_short
 from ..snapshot.ooms import FRAGMENTED_SLACK_SHARE
@@ -148,6 +149,11 @@ class OomFacts:
             return False
         return self.limit + other > self.device_total
 
+    def segment_fits(self) -> bool:
+        """Did the device have room for the segment the allocator asks CUDA for when no cached block fits
+        (`allocation_size`: 2 MiB, 20 MiB, or the request rounded to 2 MiB)? Then the card was not full."""
+        return self.free is not None and self.requested is not None and self.free >= allocation_size(self.requested)
+
     def edge_binds(self) -> bool:
         """Is the largest peak served known to be what the card holds, for this event? It is where nothing of
         known size stood beside it (its own failure shows the edge), or where another OOM on the card failed at
@@ -277,8 +283,14 @@ def dominant_neighbour(f: OomFacts) -> Verdict | None:
 
 
 def fragmented(f: OomFacts) -> Verdict | None:
-    """Reserved-but-unallocated covers the request with room to spare, yet no block fitted."""
+    """Reserved-but-unallocated covers the request with room to spare, yet no block fitted, and no new segment
+    could be had: the allocator asks CUDA for one before it fails, so with the segment's room free on the device
+    and no cap printed, something outside the cache refused it (`room_refused`; real: corpus oom/083, 203.49 GiB
+    free for 2 MiB). Under a cap (`X allowed`, the H200 fragmentation capture) the device's free memory is not
+    the process's."""
     if f.unallocated is None or f.requested is None or f.unallocated < f.requested:
+        return None
+    if f.segment_fits() and f.cap is None:
         return None
     slack = f.unallocated - f.requested
     if f.reserved and slack < FRAGMENTED_SLACK_SHARE * f.reserved:
@@ -386,6 +398,20 @@ def process_cap(f: OomFacts) -> Verdict | None:
     return Verdict("process_cap", 0.85, text, "process_cap")
 
 
+def room_refused(f: OomFacts) -> Verdict | None:
+    """The device had room for the new segment the request needed, and no cap is printed: neither the card nor
+    the cache was short, so a limit outside PyTorch's counters refused it (a memory fraction the message does not
+    print, a container's or the driver's limit)."""
+    if f.cap is not None or not f.segment_fits():
+        return None
+    text = (
+        f"the device had {size(f.free)} free for a {size(f.requested)} request, room for the new segment the "
+        f"allocator asks CUDA for: a limit outside PyTorch's counters refused it (set_per_process_memory_fraction, "
+        f"a container's GPU memory limit, the driver), not the card and not fragmentation"
+    )
+    return Verdict("process_cap", 0.5, text, "room_refused")
+
+
 def preallocated_pool(f: OomFacts) -> Verdict | None:
     """A serving engine that reserves most of the device at start (vLLM, TGI)."""
     if not f.pool and f.framework != "vllm":
@@ -461,6 +487,7 @@ RULES: tuple[Callable[[OomFacts], Verdict | None], ...] = (
     counterfactual,
     leak_dominates,
     process_cap,
+    room_refused,
     preallocated_pool,
     nearly_full_cache,
     transient,

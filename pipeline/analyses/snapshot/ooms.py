@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from ...load.settings import CONTEXT_ALLOWANCE_BYTES
+from ...load.settings import CONTEXT_MAX_BYTES
 from ...load.sql import sql_text
 from ...units import format_bytes
 from .layout import LayoutReplay, LayoutState
@@ -82,10 +82,11 @@ def classify_oom(
 
 
 def _others_bytes(total: int | None, free: int | None, reserved: int) -> int | None:
-    """Memory held outside this process's allocator, beyond a CUDA context; None when the total is unknown."""
+    """Memory held outside this process's allocator, beyond the largest CUDA context; None when the total is
+    unknown."""
     if total is None or free is None:
         return None
-    return total - free - reserved - CONTEXT_ALLOWANCE_BYTES
+    return total - free - reserved - CONTEXT_MAX_BYTES
 
 
 def _moment(row: tuple, state: LayoutState, device_total_bytes: int | None) -> OomMoment:
