@@ -63,11 +63,23 @@ def report_window(con: duckdb.DuckDBPyConnection, since: datetime | None, until:
     if until is None:
         until = since + WEEK if since is not None else data_range(con)["day_end"]
     if until is None:
-        raise OomlabError("the database holds no requests or OOMs to report on", hint="run `oomlab ingest` first")
+        raise OomlabError("the database holds no requests or logged OOMs with a time to report on", hint=_no_week(con))
     since = since or until - WEEK
     if since >= until:
         raise OomlabError(f"--since {since:%Y-%m-%d %H:%M} is not before --until {until:%Y-%m-%d %H:%M}")
     return ReportWindow(since, until)
+
+
+def _no_week(con: duckdb.DuckDBPyConnection) -> str:
+    """What to run instead of a weekly report over a database whose OOMs no week holds."""
+    untimed, in_snapshots = con.sql(sql_text("q_report_ooms_without_window")).fetchall()[0]
+    held = [f"{untimed:,} OOM{'s' if untimed != 1 else ''} without a time"] if untimed else []
+    held += (
+        [f"{in_snapshots:,} OOM{'s' if in_snapshots != 1 else ''} recorded only in snapshots"] if in_snapshots else []
+    )
+    if not held:
+        return "run `oomlab ingest` first"
+    return f"{' and '.join(held)}: `oomlab findings` and `oomlab report incident` explain them"
 
 
 @shared()

@@ -64,7 +64,6 @@ def test_memory_beyond_any_context_is_a_neighbour(tmp_path: Path) -> None:
     assert verdict["other_bytes"] == pytest.approx(2.93 * 2**30 - 1.5 * 2**30, rel=0.01)
 
 
-
 def test_a_neighbour_no_message_names_is_advised_without_a_pid(tmp_path: Path) -> None:
     """The same case: the finding and the incident's first step name the memory, never an empty pid or 0 B."""
     db = _ingested(tmp_path, "pasted_text/014_")
