@@ -177,12 +177,14 @@ def _duckdb_reason(exc: BaseException) -> str:
 
 class FindingsResult(list["Finding"]):
     """What `oomlab findings` shows: the ranked findings (the list itself, so that a caller that wants only them
-    iterates as before) and `data_quality`, the note that leads them (None when nothing was set aside, flagged
-    or left out)."""
+    iterates as before), `data_quality`, the note that leads them (None when nothing was set aside, flagged
+    or left out), and `untimed_left_out`: the OOMs without a time a --since/--until window left out (0 without
+    a window, which holds them all)."""
 
-    def __init__(self, found: list[Finding], data_quality: DataQualityNote | None) -> None:
+    def __init__(self, found: list[Finding], data_quality: DataQualityNote | None, untimed_left_out: int = 0) -> None:
         super().__init__(found)
         self.data_quality = data_quality
+        self.untimed_left_out = untimed_left_out
 
 
 def findings(
@@ -195,9 +197,12 @@ def findings(
     whole database, or of the aggregate set `aggregates` (`oomlab aggregate --out`) in its place."""
     from .findings.collect import collect_findings
     from .findings.data_quality import data_quality_note
+    from .load.sql import sql_text
 
     with _analysis_connection(db_path, aggregates) as con:
-        return FindingsResult(collect_findings(con, since, until), data_quality_note(con))
+        windowed = since is not None or until is not None
+        untimed = int(con.sql(sql_text("q_untimed_ooms")).fetchall()[0][0]) if windowed else 0
+        return FindingsResult(collect_findings(con, since, until), data_quality_note(con), untimed)
 
 
 def _analysis_connection(db_path: str | Path | None, aggregates: str | Path | None) -> duckdb.DuckDBPyConnection:

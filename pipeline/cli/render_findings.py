@@ -26,6 +26,7 @@ def findings_document(result: FindingsResult, since: datetime | None, until: dat
         "since": since.isoformat() if since else None,
         "until": until.isoformat() if until else None,
         "data_quality": result.data_quality.to_json() if result.data_quality else None,
+        "untimed_left_out": result.untimed_left_out,
         "findings": [f.to_json() for f in result],
     }
 
@@ -84,6 +85,11 @@ def print_findings(result: FindingsResult, verbose: bool = False) -> None:
     console = pipe_console(soft_wrap=False)
     if result.data_quality is not None:
         console.print(plain(result.data_quality.text, style="bold yellow"), end="\n\n")
+    if result.untimed_left_out:
+        n = result.untimed_left_out
+        left = f"{n:,} OOM{'s' if n != 1 else ''} without a time {'are' if n != 1 else 'is'} outside the window"
+        console.print(plain(f"{left}: run without --since/--until for the findings over them", style="yellow"))
+        console.print()
     found = list(result)
     if not found:
         console.print("no findings: nothing in the data stands out")

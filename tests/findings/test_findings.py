@@ -32,8 +32,9 @@ def _by_kind(document, kind):
 
 
 def test_the_document_has_the_documented_shape(document):
-    assert set(document) == {"generated_at", "since", "until", "data_quality", "findings"}
+    assert set(document) == {"generated_at", "since", "until", "data_quality", "untimed_left_out", "findings"}
     assert document["data_quality"] is None  # the sample fleet and the real H200 logs: nothing set aside
+    assert document["untimed_left_out"] == 0  # no window: every OOM counts
     for finding in document["findings"]:
         assert set(finding) == {
             *("kind", "subject", "window", "metrics", "evidence", "confidence", "advice", "impact"),
@@ -155,3 +156,22 @@ def test_oom_messages_without_request_sizes_make_no_capacity_finding(tmp_path) -
         assert capacity_findings(con, events) == []
     finally:
         con.close()
+
+
+def test_a_window_says_how_many_ooms_without_a_time_it_left_out(demo_result):
+    """The demo's real H200 fragmentation capture logs OOM messages without a time: no window holds them."""
+    from click.testing import CliRunner
+
+    from oomlab.cli.main import cli
+
+    con = duckdb.connect(str(demo_result.db_path), read_only=True)
+    try:
+        (untimed,) = con.execute("SELECT count(*) FROM stg_oom_events WHERE ts IS NULL").fetchone()
+    finally:
+        con.close()
+    assert untimed > 0
+    args = ["findings", "--db", str(demo_result.db_path), "--since", "2026-11-01"]
+    document = json.loads(CliRunner().invoke(cli, [*args, "--json", "-"]).stdout)
+    assert document["untimed_left_out"] == untimed
+    shown = CliRunner().invoke(cli, args).stdout
+    assert f"{untimed:,} OOMs without a time are outside the window" in " ".join(shown.split())
