@@ -190,3 +190,12 @@ def test_a_headerless_csv_is_read_with_columns_and_refused_without(run_cli, sql,
         (2004 << 20, 0, 44.0, 0.0)
     ]
     assert sql("SELECT rows, rejects FROM sources") == [(1, 0)]  # read again with the names: its rows replace it
+
+
+def test_a_scrape_that_names_its_hosts_is_on_them_not_on_its_name(db, run_cli, sql) -> None:
+    """034's DCGM scrape names its node (`Hostname`): `oomlab sources` places the file by its rows, not by its
+    file's name (the name of a file that names its device is no device)."""
+    assert run_cli("ingest", _artifact("034"), "--db", db).exit_code == 0
+    hosts = sql("SELECT DISTINCT instance FROM gpu_samples")
+    assert hosts and all(host != "artifact" for (host,) in hosts)
+    assert sql("SELECT placed_by, device FROM rpt_sources") == [("its rows", None)]
