@@ -93,6 +93,7 @@ def _table_width(columns: list[str], cells: list[list[str]]) -> int:
 
 # What `oomlab sources` shows a reader by default: one row per file, with the device its rows went to.
 _PATH_WIDTH = 30  # a path folds at its slashes to lines this wide (a longer name is cut with …): a row fits 80 columns
+_DEVICE_WIDTH = 20  # beside the path, the longest kind (`victoriametrics_export`) and the counts, within 80 columns
 
 
 def print_sources(result: QueryResult, fmt: str) -> None:
@@ -113,7 +114,9 @@ def print_sources(result: QueryResult, fmt: str) -> None:
     table.add_column("kind", no_wrap=True)
     table.add_column("rows", justify="right", no_wrap=True)
     table.add_column("rej.", justify="right", no_wrap=True)
-    table.add_column("device", overflow="ellipsis", no_wrap=True)
+    # a long device (a file's name standing in for one) folds: it never squeezes the path and the counts out of
+    # an 80-column terminal
+    table.add_column("device", max_width=_DEVICE_WIDTH, overflow="fold")
     for row in result.rows:
         value = dict(zip(result.columns, row, strict=True))
         device = "(its rows)" if value["device"] is None else value["device"]

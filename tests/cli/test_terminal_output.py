@@ -4,6 +4,8 @@ wide result printed as a wall of empty cells on an 80-column terminal."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from click.testing import CliRunner
 
 from oomlab.api import FindingsResult
@@ -102,3 +104,21 @@ def test_ingest_summary_folds_paths_at_slashes_at_80_columns(monkeypatch, tmp_pa
         name = source.rsplit("/", 1)[-1]
         assert name.endswith(".gz") or name.endswith("\u2026"), source  # whole, or visibly cut
     assert any(s.endswith("/cache_bloat/requests.jsonl.gz") for s in sources)
+
+
+def test_sources_keep_their_paths_and_counts_at_80_columns(monkeypatch, tmp_path) -> None:
+    """Files whose long names stand in for their devices (real corpus cases under their folder names, as a user
+    dumping logs in one folder has them) squeezed `oomlab sources`' path column to nothing and its headers to `k…`,
+    `ro…`: the path keeps its width and the device folds."""
+    realworld = Path(__file__).resolve().parents[1] / "cases" / "realworld" / "allocator"
+    for folder in sorted(realworld.glob("00[1-3]_*")):
+        (tmp_path / f"{folder.name}.txt").write_bytes((folder / "artifact.txt").read_bytes())
+    db = tmp_path / "s.duckdb"
+    assert CliRunner().invoke(cli, ["ingest", str(tmp_path), "--db", str(db), "--quiet"]).exit_code == 0
+    monkeypatch.setenv("COLUMNS", "80")
+    shown = CliRunner().invoke(cli, ["sources", "--db", str(db)], catch_exceptions=False).stdout
+    header = next(line for line in shown.splitlines() if line.startswith("┃"))
+    assert [cell.strip() for cell in header.split("┃")[1:-1]] == ["path", "kind", "rows", "rej.", "device"]
+    assert all(len(line) <= 80 for line in shown.splitlines())
+    rows = [line.split("│")[1:-1] for line in shown.splitlines() if line.startswith("│")]
+    assert [r[2].strip() for r in rows if r[2].strip()] == ["3", "3", "6"]
