@@ -218,6 +218,14 @@ def _forecast_line(trend: dict[str, Any]) -> tuple[list[datetime], list[float]]:
     return [as_of + timedelta(days=d) for d in days], levels
 
 
+def _rate_label(row: dict[str, Any]) -> str:
+    """The OOMs over a bar, and how many of them the rate counts where some are of instances without a request
+    log (a bar of rate 0 under `47 OOMs` read as a contradiction)."""
+    ooms, counted = row["ooms"], row.get("ooms_with_traffic", row["ooms"])
+    label = f"{ooms:,} OOM{'s' if ooms != 1 else ''}"
+    return label if counted == ooms else f"{label} ({counted:,} in request logs)"
+
+
 def rate_chart(rows: list[dict[str, Any]], x_title: str) -> dict[str, Any] | None:
     """OOM rate per 1,000 requests by one cut, the OOM count on each bar."""
     rows = [r for r in rows if r["key"] is not None]
@@ -229,7 +237,7 @@ def rate_chart(rows: list[dict[str, Any]], x_title: str) -> dict[str, Any] | Non
         "x": keys,
         "y": [r["oom_rate_per_1k"] for r in rows],
         "marker": {"color": "#1f77b4"},
-        "text": [f"{r['ooms']:,} OOMs" for r in rows],
+        "text": [_rate_label(r) for r in rows],
         "textposition": "outside",
         "customdata": [r["requests"] for r in rows],
         "hovertemplate": "%{x}<br>%{y:.2f} OOMs per 1,000 requests<br>%{customdata:,} requests<extra></extra>",

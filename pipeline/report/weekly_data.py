@@ -278,11 +278,12 @@ def forecast_rows(
 
 def rate_rows(con: duckdb.DuckDBPyConnection, cut: str, window: ReportWindow) -> list[dict[str, Any]]:
     """OOMs and OOM rate by one cut (model version, prompt-size bucket) in the window; the MAX_CATEGORIES
-    with the most OOMs when there are more, in the cut's order."""
+    with the most OOMs when there are more, in the cut's order. The rate counts the OOMs of instances with a
+    request log (`ooms_with_traffic`), the only ones whose requests are counted too."""
     table = aggregates.oom_rates(con, cut, window.since, window.until).with_row_index("_order")
     if table.height > MAX_CATEGORIES:
         table = table.sort(["ooms", "_order"], descending=[True, False]).head(MAX_CATEGORIES).sort("_order")
-    return table.select("key", "key_order", "requests", "ooms", "oom_rate_per_1k").to_dicts()
+    return table.select("key", "key_order", "requests", "ooms", "ooms_with_traffic", "oom_rate_per_1k").to_dicts()
 
 
 def leak_trends(con: duckdb.DuckDBPyConnection, window: ReportWindow) -> list[dict[str, Any]]:

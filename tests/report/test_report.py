@@ -387,3 +387,14 @@ def test_a_quiet_hour_is_what_the_timeline_draws_whole():
     """INCIDENT_HOUR_REQUESTS is the chart's points per hour: 1500 points over 3 hours either side of the OOM."""
     hours = 2 * CONTEXT.total_seconds() / 3600
     assert DEFAULT_MAX_POINTS // hours == INCIDENT_HOUR_REQUESTS
+
+
+def test_a_rate_says_which_ooms_it_counts(weekly):
+    """The rate counts the OOMs of instances with a request log; a bar whose OOMs are not all such says how many
+    it counts (a real corpus folder of pasted messages had a 0.0 rate under `47 OOMs`)."""
+    from oomlab.report.weekly_charts import _rate_label
+
+    rows = [row for cut in weekly["rates"].values() for row in cut]
+    assert rows and all(0 <= row["ooms_with_traffic"] <= row["ooms"] for row in rows)
+    assert _rate_label({"ooms": 47, "ooms_with_traffic": 0}) == "47 OOMs (0 in request logs)"
+    assert _rate_label({"ooms": 1, "ooms_with_traffic": 1}) == "1 OOM"
