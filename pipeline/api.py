@@ -201,7 +201,7 @@ def findings(
 
     with _analysis_connection(db_path, aggregates) as con:
         windowed = since is not None or until is not None
-        untimed = int(con.sql(sql_text("q_untimed_ooms")).fetchall()[0][0]) if windowed else 0
+        untimed = int(con.sql(sql_text("q_ooms_outside_windows")).fetchall()[0][0]) if windowed else 0
         return FindingsResult(collect_findings(con, since, until), data_quality_note(con), untimed)
 
 

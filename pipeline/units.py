@@ -184,6 +184,12 @@ def file_name(path: object) -> str:
     return str(path or "").replace("\\", "/").rsplit("/", 1)[-1]
 
 
+def ooms_text(count: float) -> str:
+    """`1 OOM`, `2 OOMs`, `1,204 OOMs`: a count of OOMs as findings, pages and the terminal write it."""
+    n = round(count)
+    return f"{n:,} OOM" if n == 1 else f"{n:,} OOMs"
+
+
 def format_share(fraction: float) -> str:
     """0.973 -> "97 %": how oomlab writes a confidence or a share, on pages and in the terminal alike."""
     return f"{100 * fraction:.0f} %"

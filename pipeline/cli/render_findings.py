@@ -12,6 +12,7 @@ from rich.padding import Padding
 from rich.text import Text
 
 from ..assets import write_atomic
+from ..units import ooms_text
 from .terminal import pipe_console, plain, visible
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ def print_findings(result: FindingsResult, verbose: bool = False) -> None:
         console.print(plain(result.data_quality.text, style="bold yellow"), end="\n\n")
     if result.untimed_left_out:
         n = result.untimed_left_out
-        left = f"{n:,} OOM{'s' if n != 1 else ''} without a time {'are' if n != 1 else 'is'} outside the window"
+        left = f"{ooms_text(n)} without a time {'are' if n != 1 else 'is'} outside the window"
         console.print(plain(f"{left}: run without --since/--until for the findings over them", style="yellow"))
         console.print()
     found = list(result)

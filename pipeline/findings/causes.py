@@ -21,9 +21,9 @@ from ..analyses.fleet.classify_rules import size
 from ..analyses.fleet.jobs import neighbour_first_seen
 from ..analyses.fleet.oom_limits import token_cost
 from ..load.sql import sql_text
+from ..units import ooms_text
 from .allocator_advice import fragmentation_step
 from .finding import Finding, Window
-from .wording import ooms_text
 
 # A job explains a neighbour when at least this share of the neighbour's OOMs fall inside its runs.
 JOB_SHARE = 0.8

@@ -10,9 +10,8 @@ import polars as pl
 
 from ..analyses.fleet.classify import classify_ooms
 from ..analyses.fleet.leaks import RESTART_HEADROOM_SHARE, first_deploy, leaking_versions, lifetimes
-from ..units import format_bytes_short
+from ..units import format_bytes_short, ooms_text
 from .finding import Finding, Window
-from .wording import ooms_text
 
 UNNAMED_VERSION = "(not logged)"  # how a finding names the version of requests whose log names none
 

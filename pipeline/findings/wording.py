@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..analyses.fleet.forecast import LEVELS
 from ..analyses.fleet.prompt_threshold import METRICS
-from ..units import format_bytes_short, format_share
+from ..units import format_bytes_short, format_share, ooms_text
 
 if TYPE_CHECKING:
     from .finding import Finding
@@ -45,12 +45,6 @@ CAUSE_WORDS: dict[str, str] = {
 _SUBJECT_WORDS = (("model_version ", "model version "), ("instance ", "host "), ("card card ", "card "))
 # The highest band a forecast names (analyses.fleet.forecast.LEVELS): a device past it is told to act now.
 _FULL = max(LEVELS)
-
-
-def ooms_text(count: float) -> str:
-    """`1 OOM`, `2 OOMs`, `1,204 OOMs`."""
-    n = round(count)
-    return f"{n:,} OOM" if n == 1 else f"{n:,} OOMs"
 
 
 def kind_words(kind: str) -> str:

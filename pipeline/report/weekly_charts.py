@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..units import ooms_text
 from .figures import GIB, OOM_COLOR, PALETTE, base_layout, figure, gib, level_bands
 
 FORECAST_DAYS = 14
@@ -222,8 +223,7 @@ def _rate_label(row: dict[str, Any]) -> str:
     """The OOMs over a bar, and how many of them the rate counts where some are of instances without a request
     log (a bar of rate 0 under `47 OOMs` read as a contradiction)."""
     ooms, counted = row["ooms"], row.get("ooms_with_traffic", row["ooms"])
-    label = f"{ooms:,} OOM{'s' if ooms != 1 else ''}"
-    return label if counted == ooms else f"{label} ({counted:,} in request logs)"
+    return ooms_text(ooms) if counted == ooms else f"{ooms_text(ooms)} ({counted:,} in request logs)"
 
 
 def rate_chart(rows: list[dict[str, Any]], x_title: str) -> dict[str, Any] | None:

@@ -22,6 +22,7 @@ from ..findings.collect import collect_findings
 from ..findings.data_quality import data_quality_note
 from ..findings.finding import Finding
 from ..load.sql import sql_text
+from ..units import ooms_text
 from .actions import finding_entries
 from .downsample import downsample
 from .snapshots import snapshots_in_window, top_sites
@@ -72,11 +73,9 @@ def report_window(con: duckdb.DuckDBPyConnection, since: datetime | None, until:
 
 def _no_week(con: duckdb.DuckDBPyConnection) -> str:
     """What to run instead of a weekly report over a database whose OOMs no week holds."""
-    untimed, in_snapshots = con.sql(sql_text("q_report_ooms_without_window")).fetchall()[0]
-    held = [f"{untimed:,} OOM{'s' if untimed != 1 else ''} without a time"] if untimed else []
-    held += (
-        [f"{in_snapshots:,} OOM{'s' if in_snapshots != 1 else ''} recorded only in snapshots"] if in_snapshots else []
-    )
+    untimed, in_snapshots = con.sql(sql_text("q_ooms_outside_windows")).fetchall()[0]
+    held = [f"{ooms_text(untimed)} without a time"] if untimed else []
+    held += [f"{ooms_text(in_snapshots)} recorded only in snapshots"] if in_snapshots else []
     if not held:
         return "run `oomlab ingest` first"
     return f"{' and '.join(held)}: `oomlab findings` and `oomlab report incident` explain them"

@@ -66,11 +66,7 @@ def snapshot_state(con: duckdb.DuckDBPyConnection, snapshot_id: int, device: int
         raise DatabaseError(f"no snapshot with id {snapshot_id} in the database", hint="see the snapshots table")
     whole = row.row(0, named=True)
     if device is not None:
-        own = con.sql(
-            "SELECT * EXCLUDE (snapshot_id, device) FROM fct_snapshot_devices "
-            "WHERE snapshot_id = $snapshot_id AND device = $device",
-            params={"snapshot_id": snapshot_id, "device": device},
-        ).pl()
+        own = device_states(con, snapshot_id).filter(pl.col("device") == device).drop("device")
         whole |= own.row(0, named=True) if own.height else {}
     return SnapshotState(**whole)
 
