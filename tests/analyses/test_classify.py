@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -411,6 +412,52 @@ def test_at_the_edge_the_likelier_of_the_request_and_what_stood_beside_it_is_the
     assert ("leak" in verdict.contributing) == (cause == "capacity" and excess > 0)
     at_edge_yet_leak = cause == "leak" and facts.at_edge(healthy_need)
     assert ("the likelier reason (P 0.65, its own size 0.25)" in verdict.evidence) == at_edge_yet_leak
+
+
+# Fleet 104626 of `bench/truth.py --seed 104600`, a 21.96 GiB card whose search version leaks: its largest peak
+# served was 18,258,035,999 bytes, the smallest need that failed with nothing beside it 18,385,862,897 (the
+# generator's edge: 18,347,901,124). Event infer-c-2-0000919: 16 x (1,455 + 213) tokens on a baseline 92.8 MB
+# above its lifetime's start (planted: the leak; its true healthy need 18,271,108,608 bytes).
+_A10_LIMIT, _A10_CEILING, _A10_ERROR = 18_258_035_999, 18_385_862_897, 23_140_757.9
+
+
+@pytest.mark.parametrize(("ceiling", "cause"), [(None, "capacity"), (_A10_CEILING, "leak")])
+def test_the_edge_lies_between_the_largest_peak_served_and_the_smallest_need_that_failed_alone(ceiling, cause):
+    facts = replace(
+        _request_facts(
+            1455,
+            213,
+            requested=513_802_240,
+            free=109_775_421,
+            reserved=22_739_419_136,
+            baseline=12_527_735_931,
+            healthy_baseline=12_434_957_926,
+            need=18_390_279_485,
+            healthy_need=18_297_501_480,
+            limit=_A10_LIMIT,
+            need_error=_A10_ERROR,
+            leaking=True,
+            card="21.96 GiB",
+        ),
+        batch=16,
+        ceiling=ceiling,
+    )
+    verdict = decide(facts)
+    assert verdict.cause == cause
+    # 39 MB into a 128 MB band, the leak's 93 MB beyond it: its own size fails with P 0.31, the leak with 0.63
+    assert ("lies between that limit and the 17.12 GiB that failed alone" in verdict.evidence) == (cause == "leak")
+    assert ("(P 0.63, its own size 0.31)" in verdict.evidence) == (cause == "leak")
+
+
+@pytest.mark.parametrize("need", [17.0e9, 18.2e9, 18.3e9, 18.4e9, 19.5e9])
+def test_the_odds_in_a_band_are_the_normal_tail_averaged_over_the_band(need):
+    """`_fails_alone` in closed form against the mean of the normal's upper tail over the band, summed."""
+    facts = replace(_BLANK, limit=_A10_LIMIT, ceiling=_A10_CEILING, need_error=_A10_ERROR)
+    edges = np.linspace(_A10_LIMIT, _A10_CEILING, 20_001)
+    tail = 0.5 * np.array([math.erfc((edge - need) / (_A10_ERROR * math.sqrt(2))) for edge in edges])
+    assert facts._fails_alone(need) == pytest.approx(float(np.mean(tail)), abs=1e-4)
+    no_error = replace(facts, need_error=None)
+    assert no_error._fails_alone(need) == min(1.0, max(0.0, (need - _A10_LIMIT) / (_A10_CEILING - _A10_LIMIT)))
 
 
 def test_the_need_error_at_the_edge_is_the_lines_among_the_largest_tenth(fleet_con):

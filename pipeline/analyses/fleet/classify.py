@@ -87,7 +87,7 @@ def classify_ooms(
     history = _with_needs(
         _with_version_lives(_with_lifetimes(_with_limits(con, _with_telemetry(con, history)), lives), lives)
     )
-    events = history.filter(in_window).join(_edges_shown(history), on="card", how="left", nulls_equal=True)
+    events = history.filter(in_window).join(_card_edges(history), on="card", how="left", nulls_equal=True)
     events = events.with_columns(pl.col("edge_shown").fill_null(False))
     snapshots = _snapshot_verdicts(con, events)
     verdicts = [_verdict(row, snapshots) for row in events.iter_rows(named=True)]
@@ -269,15 +269,35 @@ def _with_needs(events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _edges_shown(events: pl.DataFrame) -> pl.DataFrame:
-    """Per card, `edge_shown`: some OOM on it failed at the card's largest peak served (within the need estimate's
-    error, as `OomFacts.at_edge`) with no neighbour of known bytes beside it. Only such a failure shows that peak to
-    be what the card holds; otherwise it is the largest request seen. (A neighbour inferred from the card's
-    accounting is an upper bound that may be this process's own, so it does not count as one.)"""
+def _card_edges(events: pl.DataFrame) -> pl.DataFrame:
+    """Per card, what its OOMs show about the edge the largest peak served (`card_limit_bytes`) only bounds below.
+
+    `edge_shown`: some OOM on it failed at that peak (within the need estimate's error, as `OomFacts.at_edge`) with
+    no neighbour of known bytes beside it. Only such a failure shows that peak to be what the card holds; otherwise
+    it is the largest request seen. (A neighbour inferred from the card's accounting is an upper bound that may be
+    this process's own, so it does not count as one.)
+
+    `card_ceiling_bytes`: the smallest need that failed on a full card with nothing at all beside it, an upper
+    bound of what the card holds: a need that large did not fit. A failure counts only where the size was the
+    reason: the cache held less than the request unallocated and the device had less free (else it was
+    fragmentation or a cap), outside a preallocated pool (whose failures are the pool's, not the card's). Where
+    the message states neither, the request log's failure is one of size."""
     alone = (pl.col("other_bytes").fill_null(0) <= 0) | (pl.col("neighbours_seen_by") == UNNAMED)
     edge = pl.col("card_limit_bytes") - EDGE_ERRORS * pl.col("need_error_bytes").fill_null(0)
     failed_there = (alone & (pl.col("need_bytes") >= edge)).fill_null(False)
-    return events.group_by("card").agg(failed_there.any().alias("edge_shown"))
+    full = (pl.col("reserved_unallocated_bytes").fill_null(0) < pl.col("requested_bytes")) & (
+        pl.col("free_bytes") < pl.col("requested_bytes")
+    )
+    by_size = (
+        (pl.col("other_bytes").fill_null(0) <= 0)
+        & full.fill_null(True)
+        & ~pl.col("is_preallocated_pool").fill_null(False)
+        & pl.col("cap_bytes").is_null()
+    )
+    return events.group_by("card").agg(
+        failed_there.any().alias("edge_shown"),
+        pl.col("need_bytes").filter(by_size).min().alias("card_ceiling_bytes"),
+    )
 
 
 def _snapshot_verdicts(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> dict[int, tuple[str, str]]:
@@ -363,6 +383,7 @@ def _facts(row: dict, snapshot: tuple[str, str] | None) -> OomFacts:
         baseline_inferred=bool(row["baseline_inferred"]),
         need_error=row["need_error_bytes"],
         edge_shown=bool(row["edge_shown"]),
+        ceiling=row["card_ceiling_bytes"],
     )
 
 

@@ -87,6 +87,8 @@ class OomFacts:
     # an OOM on this card failed at its largest peak served with no neighbour of known bytes beside it
     # (classify._edges_shown): that peak is then the card's edge, not merely the largest request seen
     edge_shown: bool = True
+    # the smallest need that failed on this card's kind with nothing beside it (classify._card_edges), None if none
+    ceiling: int | None = None
 
     @property
     def allocated(self) -> int | None:
@@ -171,17 +173,34 @@ class OomFacts:
     def crowding_odds(self) -> tuple[float, float]:
         """Of a request at the card's edge that failed: how likely is its own size the reason, and how likely what
         stood beside it (the baseline's rise, a neighbour's bytes)? Its real need is the estimate plus an error
-        e ~ N(0, need_error^2). On a healthy baseline alone on the card it fails when e > gap (gap: the limit less
-        the healthy need), as it stood when e > gap - added; so its own size is the reason with P(e > gap), what
-        was added with P(gap - added < e <= gap). (A margin of two errors toward capacity, as `at_edge` keeps where
-        nothing else can explain a failure, would give a leak's or a neighbour's OOMs to capacity whenever the
-        healthy need is merely near the limit: fleet 38810 of bench/truth.py.)"""
+        e ~ N(0, need_error^2). On a healthy baseline alone on the card it fails when e > gap (gap: the card's edge
+        less the healthy need), as it stood when e > gap - added; so its own size is the reason with P(e > gap),
+        what was added with P(gap - added < e <= gap). The edge is the largest peak served, or anywhere between it
+        and a larger need that failed alone (`_fails_alone`): the largest peak served is only a lower bound, and
+        taken as the edge it gave a leak's OOMs whose healthy need lay 0.2 to 0.5 % above it to capacity (fleet
+        104626 of bench/truth.py: 17.04 GiB needs, 17.00 GiB served, 17.12 GiB failed alone, the edge 17.09 GiB).
+        (A margin of two errors toward capacity, as `at_edge` keeps where nothing else can explain a failure, would
+        give a leak's or a neighbour's OOMs to capacity whenever the healthy need is merely near the limit: fleet
+        38810 of bench/truth.py.)"""
         if self.healthy_need is None or self.limit is None:
             return 1.0, 0.0
         added = (self.excess if self.raised() else 0) + self.displaced
-        gap = self.limit - self.healthy_need
-        own = _upper_tail(gap, self.need_error or 0)
-        return own, (_upper_tail(gap - added, self.need_error or 0) - own if added > 0 else 0.0)
+        own = self._fails_alone(self.healthy_need)
+        return own, (self._fails_alone(self.healthy_need + added) - own if added > 0 else 0.0)
+
+    def _fails_alone(self, need: float) -> float:
+        """P(a request whose estimated need is `need` fails alone on this card). The card holds at least `limit`
+        (it served that peak) and less than `ceiling` (a need that large failed alone on it); nothing says where
+        in between, so each point is as likely. Without a ceiling above the limit, the limit is the edge."""
+        error = self.need_error or 0
+        if self.limit is None or self.ceiling is None or not self.band:
+            return _upper_tail((self.limit or 0) - need, error)
+        return _band_tail(need, error, self.limit, self.ceiling)
+
+    @property
+    def band(self) -> bool:
+        """Is the card's edge known only to lie between the largest peak served and a larger need that failed?"""
+        return self.limit is not None and self.ceiling is not None and self.ceiling > self.limit
 
 
 def _upper_tail(gap: float, error: float) -> float:
@@ -189,6 +208,20 @@ def _upper_tail(gap: float, error: float) -> float:
     if error <= 0:
         return 1.0 if gap <= 0 else 0.0
     return 0.5 * math.erfc(gap / (error * math.sqrt(2)))
+
+
+def _band_tail(need: float, error: float, low: float, high: float) -> float:
+    """P(need + e > L) for e ~ N(0, error^2) and the edge L uniform on [low, high]: the mean over L of
+    `_upper_tail(L - need)`, in closed form with the antiderivative of the normal's upper tail,
+    H(z) = z Q(z) - phi(z)."""
+    width = high - low
+    if error <= 0:
+        return min(1.0, max(0.0, (need - low) / width))
+
+    def antiderivative(z: float) -> float:
+        return z * 0.5 * math.erfc(z / math.sqrt(2)) - math.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+
+    return error / width * (antiderivative((high - need) / error) - antiderivative((low - need) / error))
 
 
 @dataclass(frozen=True)
@@ -317,9 +350,14 @@ def counterfactual(f: OomFacts) -> Verdict | None:
     verdict = _crowded(f, f.healthy_need)
     if verdict is None:
         return None
+    where = (
+        f"lies between that limit and the {size(f.ceiling)} that failed alone on {f.card} cards"
+        if f.band
+        else f"is within the estimate's error ({size(f.need_error)}) of that limit"
+    )
     why = (
-        f"on the healthy baseline it is within the estimate's error ({size(f.need_error)}) of that limit, and "
-        f"what stood beside it is the likelier reason (P {added:.2f}, its own size {own:.2f})"
+        f"on the healthy baseline it {where}, and what stood beside it is the likelier reason (P {added:.2f}, its "
+        f"own size {own:.2f})"
         if binds
         else f"on the healthy baseline it reaches that limit, but no OOM on {f.card} cards failed there without a "
         f"neighbour: it is only the largest request served, not what the card holds"
