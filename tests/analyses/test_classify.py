@@ -449,6 +449,35 @@ def test_the_edge_lies_between_the_largest_peak_served_and_the_smallest_need_tha
     assert ("(P 0.63, its own size 0.31)" in verdict.evidence) == (cause == "leak")
 
 
+@pytest.mark.parametrize(("version_leaks", "cause"), [(False, "capacity"), (True, "leak")])
+def test_a_floor_inferred_from_the_message_is_no_rise_in_a_version_that_does_not_leak(version_leaks, cause):
+    """Fleet 104622 of `bench/truth.py --seed 104600`, a message with no request row: 16 x (5,930 + 190) tokens,
+    PyTorch held 13.27 GiB and asked for 998 MiB more on a card whose largest peak served was 11.59 GiB. The
+    floor under it (allocated + requested - the line's need) is 2.41 GiB above its version's start; its version
+    does not leak, so the request held more than the line gives it (planted: capacity)."""
+    facts = replace(
+        _request_facts(
+            5930,
+            190,
+            requested=1_046_478_848,
+            free=367_001_600,
+            reserved=14_796_000_000,
+            baseline=4_336_936_694,
+            healthy_baseline=1_749_024_768,
+            need=15_295_032_851,
+            healthy_need=12_707_120_925,
+            limit=12_444_499_968,
+            ceiling=13_010_000_000,
+            need_error=30_000_000.0,
+            leaking=version_leaks,
+            baseline_inferred=True,
+            card="14.75 GiB",
+        ),
+        batch=16,
+    )
+    assert decide(facts).cause == cause
+
+
 @pytest.mark.parametrize("need", [17.0e9, 18.2e9, 18.3e9, 18.4e9, 19.5e9])
 def test_the_odds_in_a_band_are_the_normal_tail_averaged_over_the_band(need):
     """`_fails_alone` in closed form against the mean of the normal's upper tail over the band, summed."""
