@@ -478,6 +478,33 @@ def test_a_floor_inferred_from_the_message_is_no_rise_in_a_version_that_does_not
     assert decide(facts).cause == cause
 
 
+def test_only_failures_of_size_show_a_cards_edge_or_bound_it_above():
+    """Fleet 105506 of `bench/truth.py --classic --seed 105500`, a 79.14 GiB card whose largest request served
+    peaked at 25.00 GiB: fragmentation failures alone at 24.96 and 24.77 GiB (the cache held more unallocated than
+    they asked for) say nothing of what the card holds, so they neither show that peak as its edge nor bound it;
+    a failure of size (cache and device each short of the request) does both."""
+    gib, mib = 1 << 30, 1 << 20
+    frag = {"reserved_unallocated_bytes": 3_000 * mib, "requested_bytes": 1_200 * mib, "free_bytes": 400 * mib}
+    full = {"reserved_unallocated_bytes": 300 * mib, "requested_bytes": 1_200 * mib, "free_bytes": 400 * mib}
+    rows = [
+        {"card": "79.14 GiB", "need_bytes": round(24.956 * gib), **frag},
+        {"card": "79.14 GiB", "need_bytes": round(24.767 * gib), **frag},
+        {"card": "21.96 GiB", "need_bytes": round(17.2 * gib), **full},
+    ]
+    frame = pl.DataFrame(rows).with_columns(
+        other_bytes=pl.lit(0, pl.Int64),
+        neighbours_seen_by=pl.lit(None, pl.Utf8),
+        card_limit_bytes=pl.when(pl.col("card") == "79.14 GiB").then(round(24.999 * gib)).otherwise(17 * gib),
+        need_error_bytes=pl.lit(0.08 * gib),
+        cap_bytes=pl.lit(None, pl.Int64),
+    )
+    edges = {row["card"]: row for row in classify._card_edges(frame).iter_rows(named=True)}
+    assert edges["79.14 GiB"]["edge_shown"] is False
+    assert edges["79.14 GiB"]["card_ceiling_bytes"] is None
+    assert edges["21.96 GiB"]["edge_shown"] is True
+    assert edges["21.96 GiB"]["card_ceiling_bytes"] == round(17.2 * gib)
+
+
 @pytest.mark.parametrize("need", [17.0e9, 18.2e9, 18.3e9, 18.4e9, 19.5e9])
 def test_the_odds_in_a_band_are_the_normal_tail_averaged_over_the_band(need):
     """`_fails_alone` in closed form against the mean of the normal's upper tail over the band, summed."""

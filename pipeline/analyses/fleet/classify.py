@@ -271,32 +271,30 @@ def _with_needs(events: pl.DataFrame) -> pl.DataFrame:
 
 def _card_edges(events: pl.DataFrame) -> pl.DataFrame:
     """Per card, what its OOMs show about the edge the largest peak served (`card_limit_bytes`) only bounds below.
+    Only failures of size count: the cache held less than the request unallocated and the device had less free
+    (else fragmentation or a cap refused it, whatever the card holds); where the message states neither, the
+    request log's failure is one of size.
+    (Fleet 105506 of `bench/truth.py --classic --seed 105500`: fragmentation failures at 24.96 GiB on a 79.14 GiB
+    card had shown its largest request served, 25.00 GiB, as its edge.)
 
     `edge_shown`: some OOM on it failed at that peak (within the need estimate's error, as `OomFacts.at_edge`) with
     no neighbour of known bytes beside it. Only such a failure shows that peak to be what the card holds; otherwise
     it is the largest request seen. (A neighbour inferred from the card's accounting is an upper bound that may be
     this process's own, so it does not count as one.)
 
-    `card_ceiling_bytes`: the smallest need that failed on a full card with nothing at all beside it, an upper
-    bound of what the card holds: a need that large did not fit. A failure counts only where the size was the
-    reason: the cache held less than the request unallocated and the device had less free (else it was
-    fragmentation or a cap), outside a preallocated pool (whose failures are the pool's, not the card's). Where
-    the message states neither, the request log's failure is one of size."""
-    alone = (pl.col("other_bytes").fill_null(0) <= 0) | (pl.col("neighbours_seen_by") == UNNAMED)
-    edge = pl.col("card_limit_bytes") - EDGE_ERRORS * pl.col("need_error_bytes").fill_null(0)
-    failed_there = (alone & (pl.col("need_bytes") >= edge)).fill_null(False)
+    `card_ceiling_bytes`: the smallest need that failed with nothing at all beside it, an upper bound of what the
+    card holds: a need that large did not fit."""
     full = (pl.col("reserved_unallocated_bytes").fill_null(0) < pl.col("requested_bytes")) & (
         pl.col("free_bytes") < pl.col("requested_bytes")
     )
-    by_size = (
-        (pl.col("other_bytes").fill_null(0) <= 0)
-        & full.fill_null(True)
-        & ~pl.col("is_preallocated_pool").fill_null(False)
-        & pl.col("cap_bytes").is_null()
-    )
+    by_size = full.fill_null(True) & pl.col("cap_bytes").is_null()
+    nobody = pl.col("other_bytes").fill_null(0) <= 0
+    alone = nobody | (pl.col("neighbours_seen_by") == UNNAMED)
+    edge = pl.col("card_limit_bytes") - EDGE_ERRORS * pl.col("need_error_bytes").fill_null(0)
+    failed_there = (alone & by_size & (pl.col("need_bytes") >= edge)).fill_null(False)
     return events.group_by("card").agg(
         failed_there.any().alias("edge_shown"),
-        pl.col("need_bytes").filter(by_size).min().alias("card_ceiling_bytes"),
+        pl.col("need_bytes").filter(nobody & by_size).min().alias("card_ceiling_bytes"),
     )
 
 
