@@ -120,6 +120,13 @@ def _parse_tags(pairs: tuple[str, ...]) -> dict[str, str]:
     metavar="F1,F2,...",
     help="The field names of nvidia-smi CSVs written with `noheader`, as queried (memory.total,memory.used,...).",
 )
+@click.option(
+    "--job-duration",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="MINUTES",
+    help="How long a run of a crontab's or Kubernetes CronJob's job lasts, where the file does not bound it "
+    "(a `timeout` wrapper, activeDeadlineSeconds).",
+)
 @LAKE_OPTION
 @click.option(
     "--many-files",
@@ -138,6 +145,7 @@ def ingest(
     tz: str | None,
     at: str | None,
     columns: str | None,
+    job_duration: float | None,
     lake_dir: str | None,
     many_files: bool,
     quiet: bool,
@@ -157,6 +165,7 @@ def ingest(
         at=_parse_at(at, tz),
         columns=tuple(c.strip() for c in (columns or "").split(",") if c.strip()),
         many_files=many_files,
+        job_duration_minutes=job_duration,
     )
 
     from .. import api

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +18,8 @@ from ..config import IngestOptions
 from ..load import tables as load
 from ..load.sql import rollback, sql_text
 from ..parse.calendar import JobRule, JobWindow, expand, read_calendar
+from ..parse.cron_files import read_cronjobs, read_crontab
+from ..records import Reject
 from .plausible import split_plausible
 
 # Arrow is imported by the functions that build tables: `oomlab ingest` of request logs alone never
@@ -29,12 +31,32 @@ def load_job(job: LoadJob) -> tuple[int, int]:
     return ingest_calendar(job.con, job.path, job.source_id, job.options)
 
 
+def load_crontab(job: LoadJob) -> tuple[int, int]:
+    """A crontab's loader: its entries run on --instance, else on every host."""
+    options = job.options
+    items = read_crontab(job.path, options.tz, options.job_duration_minutes, options.instance)
+    return _load_items(job.con, job.source_id, items)
+
+
+def load_cronjobs(job: LoadJob) -> tuple[int, int]:
+    """A Kubernetes CronJob manifest's loader."""
+    items = read_cronjobs(job.path, job.options.tz, job.options.job_duration_minutes)
+    return _load_items(job.con, job.source_id, items)
+
+
 def ingest_calendar(
     con: duckdb.DuckDBPyConnection, path: Path, source_id: int, options: IngestOptions
 ) -> tuple[int, int]:
     """Load one calendar file; returns (windows + rules, rejects)."""
+    return _load_items(con, source_id, read_calendar(path, options.tz))
+
+
+def _load_items(
+    con: duckdb.DuckDBPyConnection, source_id: int, items: Iterable[JobWindow | JobRule | Reject]
+) -> tuple[int, int]:
+    """Windows, rules and rejects into their tables; returns (windows + rules, rejects)."""
     windows, rules, rejects = [], [], []
-    for item in read_calendar(path, options.tz):
+    for item in items:
         if isinstance(item, JobWindow):
             windows.append(item)
         elif isinstance(item, JobRule):

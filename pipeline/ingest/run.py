@@ -247,7 +247,7 @@ def _ingest_in_transaction(job: LoadJob, abspath: str, before: FileState) -> Sou
         if changed is not None:
             rollback(con)
             return SourceResult(path, FAILED, kind, message=f"{path}: {changed}; nothing stored, read it again later")
-        duplicate = load.source_with_hash(con, content_hash)
+        duplicate = _copy_of(con, content_hash, kind, options)
         if duplicate:
             rollback(con)
             return SourceResult(path, SKIPPED, kind, message=_duplicate_message(con, abspath, duplicate))
@@ -273,6 +273,14 @@ def _ingest_in_transaction(job: LoadJob, abspath: str, before: FileState) -> Sou
 def _load(job: LoadJob) -> tuple[int, int]:
     """Rows and rejects of one file, by its format's loader."""
     return formats.BY_NAME[job.kind].load()(job)
+
+
+def _copy_of(con: duckdb.DuckDBPyConnection, content_hash: str, kind: str, options: IngestOptions) -> str | None:
+    """The source this file's content is already loaded as, if any. A crontab names no host: the same one given
+    for another host (--instance) is that host's schedule, not a copy (a fleet's hosts often share one)."""
+    if kind == formats.CRONTAB and options.instance:
+        return load.source_with_hash_on(con, content_hash, options.instance)
+    return load.source_with_hash(con, content_hash)
 
 
 def _duplicate_message(con: duckdb.DuckDBPyConnection, abspath: str, duplicate: str) -> str:

@@ -62,6 +62,16 @@ def source_with_hash(con: duckdb.DuckDBPyConnection, content_hash: str, algorith
     return scalar(con, query, {"hash": content_hash, "algorithm": algorithm})  # type: ignore[return-value]
 
 
+def source_with_hash_on(con: duckdb.DuckDBPyConnection, content_hash: str, instance: str) -> str | None:
+    """The path of an already ingested source with this content and the instance label `instance`, if any."""
+    query = (
+        "SELECT path FROM sources WHERE content_hash = $hash AND hash_algorithm = $algorithm "
+        "AND json_extract_string(labels, '$.instance') = $instance LIMIT 1"
+    )
+    params = {"hash": content_hash, "algorithm": HASH_ALGORITHM, "instance": instance}
+    return scalar(con, query, params)  # type: ignore[return-value]
+
+
 def upgrade_hash(con: duckdb.DuckDBPyConnection, path: str, content_hash: str) -> None:
     """Store the HASH_ALGORITHM digest of a source an earlier version hashed with sha256 (found unchanged), so
     that copies of it under other paths are recognised from now on."""

@@ -41,7 +41,8 @@ class JobWindow:
 
 @dataclass(frozen=True, slots=True)
 class JobRule:
-    """A recurring job: a 5-field cron (UTC) and a duration."""
+    """A recurring job: a 5-field cron and a duration. The cron is in UTC unless it opens with `CRON_TZ=<zone> `
+    (a crontab's or a CronJob's own zone: parse/cron_files.py)."""
 
     line: int
     name: str
@@ -194,7 +195,12 @@ def expand(rule: JobRule, since: datetime, until: datetime) -> Iterator[JobWindo
     import numpy as np  # here: most ingests expand no rule
 
     duration = timedelta(minutes=rule.duration_minutes)
-    starts = _run_starts(CronSim(rule.cron, since), (since - duration).date(), until.date())
+    zone, cron = split_zone(rule.cron)
+    if zone is None:
+        starts = _run_starts(CronSim(cron, since), (since - duration).date(), until.date())
+    else:  # the days as the zone counts them, a day wider each side; each start then read as UTC
+        first, last = (since - duration - timedelta(days=1)).date(), (until + timedelta(days=1)).date()
+        starts = _in_utc(_run_starts(CronSim(cron, since), first, last), zone)
     lo, hi = np.datetime64(since - duration, "m"), np.datetime64(until, "m")
     starts = starts[(starts > lo) & (starts <= hi)]
     if not len(starts):
@@ -207,6 +213,26 @@ def expand(rule: JobRule, since: datetime, until: datetime) -> Iterator[JobWindo
     for first, last in zip(opens.tolist(), closes.tolist(), strict=True):
         start, end = starts[first].item(), (starts[last] + length).item()
         yield JobWindow(rule.line, rule.name, start, end, rule.hosts)
+
+
+def split_zone(cron: str) -> tuple[str | None, str]:
+    """(zone, schedule) of a stored cron: the zone of its `CRON_TZ=<zone> ` prefix, None for UTC."""
+    match = re.match(r"^CRON_TZ=(\S+)\s+(.*)$", cron)
+    return (match.group(1), match.group(2)) if match else (None, cron)
+
+
+def _in_utc(local: np.ndarray, zone: str) -> np.ndarray:
+    """Local starts (datetime64[m]) of `zone` as UTC. A start in the hour a spring change skips is taken an hour
+    later (cron runs such a job once the clock has jumped); one in the hour an autumn change repeats runs once, at
+    its first."""
+    import numpy as np
+    import polars as pl
+
+    series = pl.Series(local.astype("datetime64[us]"))
+    utc = series.dt.replace_time_zone(zone, ambiguous="earliest", non_existent="null")
+    later = series.dt.offset_by("1h").dt.replace_time_zone(zone, ambiguous="earliest", non_existent="null")
+    utc = utc.fill_null(later).dt.convert_time_zone("UTC").dt.replace_time_zone(None)
+    return np.sort(utc.drop_nulls().to_numpy().astype("datetime64[m]"))
 
 
 def _run_starts(cron: CronSim, first: date, last: date) -> np.ndarray:

@@ -21,6 +21,7 @@ from datetime import tzinfo
 
 from ..records import Reject
 from . import recognise
+from .cron_files import looks_like_cronjob, looks_like_crontab
 from .recognise import Head
 from .snapshot.sniff import sniff_snapshot
 from .telemetry import blocks
@@ -37,6 +38,7 @@ from .telemetry.values import GPU_SAMPLES, PROCESS_SAMPLES, TelemetryRow
 # The kinds `sources.kind` stores that are not telemetry.
 JSONL, JSON_ARRAY, CSV, PARQUET, SNAPSHOT, TEXT = "jsonl", "json", "csv", "parquet", "snapshot", "text"
 CALENDAR = "calendar"
+CRONTAB, CRONJOB = "crontab", "k8s_cronjob"
 MEMORY_STATS = "memory_stats"  # torch.cuda.memory_stats() as JSON (memory_summary() tables come in text logs)
 
 # What a format is, and so which loader takes it.
@@ -206,6 +208,14 @@ FORMATS: tuple[Format, ...] = (
         ("calendar_rules", "job_occurrences"),
         looked_for="scheduled job",
     ),
+    Format(
+        CRONJOB,
+        CALENDAR_FAMILY,
+        lambda head: looks_like_cronjob(head.text),
+        "oomlab.ingest.calendar:load_cronjobs",
+        ("calendar_rules",),
+        looked_for="CronJob",
+    ),
     Format(JSON_ARRAY, REQUESTS_FAMILY, recognise.json_array, _REQUESTS_LOADER, ("requests",), looked_for=_REQUEST_ROW),
     Format(
         NVSMI_GPU,
@@ -232,6 +242,14 @@ FORMATS: tuple[Format, ...] = (
         ("requests",),
         looked_for=_REQUEST_ROW,
         line_oriented=True,
+    ),
+    Format(  # after the telemetry tables and CSVs, whose lines no crontab entry is like
+        CRONTAB,
+        CALENDAR_FAMILY,
+        lambda head: looks_like_crontab(head.text),
+        "oomlab.ingest.calendar:load_crontab",
+        ("calendar_rules",),
+        looked_for="cron entry",
     ),
     # Anything else that is text: OOM messages, start-up reports, memory_summary() tables, allocator settings,
     # and the blocks of the formats above pasted into it.

@@ -3,8 +3,9 @@
 
 A case is a folder `<family>/<NNN>_<slug>/` with one `artifact.*` and a `case.json` whose `expect` maps a
 table (requests, oom_events, gpu_samples, gpu_process_samples, allocator_stats, engine_memory, engine_samples,
-snapshots) to the rows it must hold, in order, each with the columns the artifact states. `ingest_case` loads one
-artifact into its own database (with the options its case.json `ingest` names: instance, tz, columns, map, at) and
+snapshots, calendar_rules, rejects) to the rows it must hold, in order, each with the columns the artifact states.
+`ingest_case` loads one artifact into its own database (with the options its case.json `ingest` names: instance,
+tz, columns, map, at, job_duration) and
 `check_case` lists what differs (empty: the case lands with the right facts).
 Used by tests/ingest/test_realworld_corpus.py and bench/corpus.py.
 """
@@ -33,6 +34,8 @@ _ORDER = {
     "engine_memory": "line NULLS LAST",
     "engine_samples": "line NULLS LAST, metric",
     "snapshots": "snapshot_id",
+    "calendar_rules": "line, name",
+    "rejects": "line",
 }
 # A byte amount printed in a unit is rounded to it; the expectation and the parser may round a half apart.
 _BYTE_SLACK = 1
@@ -85,6 +88,7 @@ def ingest_case(case: Case, db: Path) -> duckdb.DuckDBPyConnection:
         columns=columns,
         fields=with_mapping(parse_map_options(maps)),
         at=at,
+        job_duration_minutes=options.get("job_duration"),
     )
     api.ingest(db, [str(case.artifact)], chosen)
     return duckdb.connect(str(db), read_only=True)
