@@ -19,6 +19,7 @@ from ..load import tables as load
 from ..load.sql import rollback, sql_text
 from ..parse.calendar import JobRule, JobWindow, expand, read_calendar
 from ..parse.cron_files import read_cronjobs, read_crontab
+from ..parse.timers import read_timer
 from ..records import Reject
 from .plausible import split_plausible
 
@@ -35,6 +36,13 @@ def load_crontab(job: LoadJob) -> tuple[int, int]:
     """A crontab's loader: its entries run on --instance, else on every host."""
     options = job.options
     items = read_crontab(job.path, options.tz, options.job_duration_minutes, options.instance)
+    return _load_items(job.con, job.source_id, items)
+
+
+def load_timer(job: LoadJob) -> tuple[int, int]:
+    """A systemd timer's loader: its runs are on --instance, else on every host."""
+    options = job.options
+    items = read_timer(job.path, options.tz, options.job_duration_minutes, options.instance)
     return _load_items(job.con, job.source_id, items)
 
 

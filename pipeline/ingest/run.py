@@ -276,9 +276,10 @@ def _load(job: LoadJob) -> tuple[int, int]:
 
 
 def _copy_of(con: duckdb.DuckDBPyConnection, content_hash: str, kind: str, options: IngestOptions) -> str | None:
-    """The source this file's content is already loaded as, if any. A crontab names no host: the same one given
-    for another host (--instance) is that host's schedule, not a copy (a fleet's hosts often share one)."""
-    if kind == formats.CRONTAB and options.instance:
+    """The source this file's content is already loaded as, if any. A crontab or a systemd timer names no host: the
+    same one given for another host (--instance) is that host's schedule, not a copy (a fleet's hosts often share
+    one)."""
+    if kind in (formats.CRONTAB, formats.SYSTEMD_TIMER) and options.instance:
         return load.source_with_hash_on(con, content_hash, options.instance)
     return load.source_with_hash(con, content_hash)
 

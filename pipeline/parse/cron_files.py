@@ -101,15 +101,15 @@ def looks_like_cronjob(text: str) -> bool:
 _CRONJOB_KIND = re.compile(r"""^\s*["']?kind["']?\s*:\s*["']?CronJob["']?\s*,?\s*$""", re.MULTILINE)
 
 
-def read_crontab(path: str | Path, tz: str | None, duration: float | None, host: str | None) -> Iterator[Any]:
+def read_crontab(
+    path: str | Path, tz: str | None, duration: float | None, host: str | None
+) -> Iterator[JobRule | Reject]:
     """Every entry of a crontab as a JobRule or a Reject. `host` (--instance) is the one host a crontab runs on;
     without it the jobs run on every host the data names."""
-    lines = _text(path).splitlines()
+    lines = calendar_text(path).splitlines()
     system = _is_system_crontab(lines)
     zone = tz
-    hosts = (host,) if host else None
-    if host:
-        check_selector(host)
+    hosts = host_selectors(path, host)
     for number, line in enumerate(lines, start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -261,10 +261,10 @@ def with_zone(schedule: str, zone: str | None) -> str:
     return f"CRON_TZ={zone} {schedule}"
 
 
-def read_cronjobs(path: str | Path, tz: str | None, duration: float | None) -> Iterator[Any]:
+def read_cronjobs(path: str | Path, tz: str | None, duration: float | None) -> Iterator[JobRule | Reject]:
     """Every CronJob of a Kubernetes manifest (one document or many, a `List`) as a JobRule or a Reject; other
     kinds are skipped, and a file with none is a file that yielded nothing."""
-    loader = yaml.SafeLoader(_text(path))
+    loader = yaml.SafeLoader(calendar_text(path))
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -331,7 +331,19 @@ def _get(data: object, *keys: str) -> Any:
     return data
 
 
-def _text(path: str | Path) -> str:
+def host_selectors(path: str | Path, host: str | None) -> tuple[str, ...] | None:
+    """The hosts a crontab's or timer's jobs run on: --instance, else every host (None)."""
+    if host is None:
+        return None
+    try:
+        check_selector(host)
+    except ValueError as exc:
+        raise InputError(str(path), f"--instance: {exc}") from None
+    return (host,)
+
+
+def calendar_text(path: str | Path) -> str:
+    """A calendar file's text, read within the one bound on a document read whole."""
     with open_binary(path) as handle:
         data = bounded.read_bounded(handle)
     if data is None:

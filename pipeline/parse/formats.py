@@ -34,11 +34,12 @@ from .telemetry.prom import PROMETHEUS, looks_like_prometheus
 from .telemetry.rocm import ROCM_SMI, looks_like_rocm_smi, read_rocm_smi
 from .telemetry.series import PROM_API, VM_EXPORT, looks_like_api_answer, looks_like_vm_export
 from .telemetry.values import GPU_SAMPLES, PROCESS_SAMPLES, TelemetryRow
+from .timers import looks_like_timer
 
 # The kinds `sources.kind` stores that are not telemetry.
 JSONL, JSON_ARRAY, CSV, PARQUET, SNAPSHOT, TEXT = "jsonl", "json", "csv", "parquet", "snapshot", "text"
 CALENDAR = "calendar"
-CRONTAB, CRONJOB = "crontab", "k8s_cronjob"
+CRONTAB, CRONJOB, SYSTEMD_TIMER = "crontab", "k8s_cronjob", "systemd_timer"
 MEMORY_STATS = "memory_stats"  # torch.cuda.memory_stats() as JSON (memory_summary() tables come in text logs)
 
 # What a format is, and so which loader takes it.
@@ -242,6 +243,14 @@ FORMATS: tuple[Format, ...] = (
         ("requests",),
         looked_for=_REQUEST_ROW,
         line_oriented=True,
+    ),
+    Format(
+        SYSTEMD_TIMER,
+        CALENDAR_FAMILY,
+        lambda head: looks_like_timer(head.text),
+        "oomlab.ingest.calendar:load_timer",
+        ("calendar_rules",),
+        looked_for="OnCalendar= trigger",
     ),
     Format(  # after the telemetry tables and CSVs, whose lines no crontab entry is like
         CRONTAB,

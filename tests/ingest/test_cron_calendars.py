@@ -15,7 +15,14 @@ import yaml
 from oomlab.analyses.fleet import jobs
 from oomlab.load import tables
 from oomlab.parse.calendar import JobRule, expand
-from oomlab.parse.cron_files import job_name, looks_like_cronjob, looks_like_crontab, read_cronjobs, read_crontab
+from oomlab.parse.cron_files import (
+    job_name,
+    looks_like_cronjob,
+    looks_like_crontab,
+    read_cronjobs,
+    read_crontab,
+)
+from oomlab.parse.timers import looks_like_timer, read_timer
 from oomlab.records import Reject
 
 from conftest import FLEET
@@ -163,3 +170,61 @@ def test_the_sample_fleets_backup_given_as_its_hosts_crontabs_is_found_alike(fle
         effects[path] = (row["ooms_in"], sorted(row["hosts_affected"]), row["verdict"], runs)
     assert effects[copy] == effects[fleet_db]
     assert effects[copy][2] == "reported" and effects[copy][0] > 0 and len(effects[copy][3]) == 4 * 23
+
+
+@pytest.mark.parametrize(
+    ("calendar", "cron"),
+    [
+        ("Mon..Fri 6:00", "0 6 * * mon-fri"),  # real case 016, as written there
+        ("daily", "0 0 * * *"),
+        ("weekly", "0 0 * * mon"),
+        ("*-*-* 02:30:00", "30 2 * * *"),
+        ("*:0/15", "0-59/15 * * * *"),
+        ("*-*-* 00/4:00:00", "0 0-23/4 * * *"),
+        ("Sat,Sunday 03:00 Europe/Berlin", "CRON_TZ=Europe/Berlin 0 3 * * sat,sun"),
+        ("*-*-01 04:00:00 UTC", "0 4 1 * *"),
+        ("quarterly", "0 0 1 1,4,7,10 *"),
+    ],
+)
+def test_a_timers_calendar_is_its_cron(calendar, cron, tmp_path):
+    path = tmp_path / "model-sync.timer"
+    path.write_text(f"[Unit]\nDescription=sync\n\n[Timer]\nOnCalendar={calendar}\nPersistent=true\n")
+    assert looks_like_timer(path.read_text())
+    (rule,) = read_timer(path, None, 10.0, None)
+    assert (rule.name, rule.cron, rule.line) == ("model-sync", cron, 5)
+
+
+def test_a_timer_names_its_unit_and_widens_its_runs_by_their_random_delay(tmp_path):
+    """Derived from real case 016 (MrOnak/cli_backup's backup.homedir.timer): as found, its job is the service of
+    the timer's own name; with `Unit=`, a second OnCalendar= and a RandomizedDelaySec added, that unit, both
+    calendars, and runs 30 minutes longer (each may start up to 30 minutes after its time). A calendar cron
+    cannot say, or a timer without a calendar, is a reject naming its line."""
+    real = (REALWORLD / "016_timer_cli-backup-weekdays" / "artifact.timer").read_text()
+    path = tmp_path / "backup.homedir.timer"
+    path.write_text(real)
+    (rule,) = read_timer(path, None, 20.0, "ws-07")
+    assert (rule.name, rule.cron, rule.duration_minutes, rule.hosts) == (
+        "backup.homedir",
+        "0 6 * * mon-fri",
+        20.0,
+        ("ws-07",),
+    )
+    (reject,) = read_timer(path, None, None, None)
+    assert (reject.line, reject.reason) == (
+        21,
+        "OnCalendar=Mon..Fri 6:00: a timer states no duration: give how long a run lasts with --job-duration MINUTES",
+    )
+    derived = real.replace(
+        "OnCalendar=Mon..Fri 6:00\n",
+        "OnCalendar=Mon..Fri 6:00\nOnCalendar=Sat *-*-* 10:00:30\nOnCalendar=Sun 12:00\n"
+        "RandomizedDelaySec=30min\nUnit=home-backup.service\n",
+    )
+    path.write_text(derived)
+    weekdays, seconds, sunday = read_timer(path, None, 20.0, None)
+    assert (weekdays.name, weekdays.duration_minutes, sunday.cron) == ("home-backup", 50.0, "0 12 * * sun")
+    assert seconds.reason == "OnCalendar=Sat *-*-* 10:00:30: runs at seconds other than :00, which cron cannot say"
+    path.write_text(real.replace("OnCalendar=Mon..Fri 6:00", "OnBootSec=15min\nOnUnitActiveSec=1d"))
+    assert [(r.line, r.reason) for r in read_timer(path, None, 20.0, None)] == [
+        (21, "OnBootSec=15min runs relative to boot or to its last run, on no calendar"),
+        (22, "OnUnitActiveSec=1d runs relative to boot or to its last run, on no calendar"),
+    ]
