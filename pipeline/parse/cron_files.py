@@ -14,7 +14,6 @@ applied when the rule is expanded (calendar.expand), day by day, so runs follow 
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections.abc import Iterator
@@ -275,8 +274,7 @@ def read_cronjobs(path: str | Path, tz: str | None, duration: float | None) -> I
                     try:
                         yield _cronjob(line, item, tz, duration)
                     except (ValueError, CronSimError) as exc:
-                        raw = {"name": _name(item), "schedule": _get(item, "spec", "schedule")}
-                        yield Reject(line, f"CronJob {_name(item)!r}: {exc}", json.dumps(raw, default=str))
+                        yield Reject(line, f"CronJob {_safe_name(item)!r}: {exc}", _safe_name(item))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         yield Reject(mark.line + 1 if mark else 0, f"not valid YAML: {getattr(exc, 'problem', exc)}", "")
@@ -293,34 +291,55 @@ def _items(document: object) -> list[dict]:
 
 
 def _name(item: dict) -> str:
-    return str(_get(item, "metadata", "name") or "")
+    return _text_at(item, "metadata", "name") or ""
 
 
 def _cronjob(line: int, item: dict, tz: str | None, duration: float | None) -> JobRule:
     name = _name(item)
     if not name:
         raise ValueError("no metadata.name")
-    spec = item.get("spec") or {}
+    spec = item.get("spec") if isinstance(item.get("spec"), dict) else {}
     if spec.get("suspend") is True:
         raise ValueError("suspended (spec.suspend: true): it does not run")
-    schedule = str(spec.get("schedule") or "").strip()
+    schedule = (_text_at(spec, "schedule") or "").strip()
     if not schedule:
         raise ValueError("no spec.schedule")
-    zone = spec.get("timeZone")
+    zone = _text_at(spec, "timeZone")
     prefix = re.match(r"^(?:CRON_TZ|TZ)=(\S+)\s+(.*)$", schedule)
     if prefix:
         zone, schedule = zone or prefix.group(1), prefix.group(2)
     schedule = MACROS.get(schedule, schedule)
-    pod = _get(spec, "jobTemplate", "spec", "template", "spec") or {}
+    pod = _get(spec, "jobTemplate", "spec", "template", "spec")
+    pod = pod if isinstance(pod, dict) else {}
     deadline = _get(spec, "jobTemplate", "spec", "activeDeadlineSeconds") or pod.get("activeDeadlineSeconds")
+    if deadline is not None and not isinstance(deadline, int | float | str):
+        raise ValueError("activeDeadlineSeconds is no number")
     minutes = float(deadline) / 60 if deadline else duration
     if minutes is None:
         raise ValueError("states no activeDeadlineSeconds: give how long a run lasts with --job-duration MINUTES")
-    node = pod.get("nodeName") or (pod.get("nodeSelector") or {}).get("kubernetes.io/hostname")
-    hosts = (str(node),) if node else None
+    node = _text_at(pod, "nodeName") or _text_at(pod, "nodeSelector", "kubernetes.io/hostname")
+    hosts = (node,) if node else None
     if hosts:
-        check_selector(hosts[0])
+        check_selector(node)
     return JobRule(line, name, with_zone(schedule, zone or tz), minutes, hosts)
+
+
+def _safe_name(item: dict) -> str:
+    try:
+        return _name(item)[:200]
+    except ValueError:
+        return ""
+
+
+def _text_at(data: object, *keys: str) -> str | None:
+    """The text at `keys`, None where there is none; a number as its digits; anything else (a list, a mapping,
+    perhaps a YAML alias that expands a million-fold) raises, as it is no name, schedule or zone."""
+    value = _get(data, *keys)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise ValueError(f"{'.'.join(keys)} is not text")
 
 
 def _get(data: object, *keys: str) -> Any:

@@ -52,7 +52,13 @@ def read_timer(
     keys = _timer_keys(lines)
     unit = keys.get("Unit", [(0, "")])[-1][1].strip()
     name = re.sub(r"\.(service|target)$", "", unit) if unit else re.sub(r"\.timer(\.\w+)?$", "", Path(path).name)
-    delay = sum(_span_seconds(value) for key in ("RandomizedDelaySec", "AccuracySec") for _, value in keys.get(key, []))
+    delay = 0.0
+    for key in ("RandomizedDelaySec", "AccuracySec"):
+        for number, value in keys.get(key, []):
+            try:
+                delay += _span_seconds(value)
+            except ValueError as exc:
+                yield Reject(number, f"{key}={value}: {exc}; its runs are taken to start on time", value)
     hosts = host_selectors(path, host)
     calendars = _calendars(keys.get("OnCalendar", []))
     if not calendars:

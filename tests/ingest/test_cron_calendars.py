@@ -11,6 +11,8 @@ import duckdb
 import polars as pl
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from oomlab.analyses.fleet import jobs
 from oomlab.load import tables
@@ -228,3 +230,36 @@ def test_a_timer_names_its_unit_and_widens_its_runs_by_their_random_delay(tmp_pa
         (21, "OnBootSec=15min runs relative to boot or to its last run, on no calendar"),
         (22, "OnUnitActiveSec=1d runs relative to boot or to its last run, on no calendar"),
     ]
+
+
+_PIECES = [
+    "0 1 * * * /opt/a.sh", "@daily b.sh", "@reboot x", "CRON_TZ=Europe/Berlin", "CRON_TZ=", "root", "timeout",
+    "-s", "1h", "%", "\\", "'", '"', "&&", "|", "kind: CronJob", "apiVersion: batch/v1", "spec:", "  schedule:",
+    "  timeZone: [1, 2]", "metadata: {name: [a]}", "- &a [x, x]", "- *a", "---", "[Timer]", "OnCalendar=",
+    "OnCalendar=Mon..Fri 6:00", "RandomizedDelaySec=5parsecs", "Unit=", "*-*-* 1/0:00", "~", "..", "\t", "\n",
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(_PIECES), max_size=30).map(" ".join))
+def test_any_text_gives_rules_or_rejects_never_a_traceback(tmp_path, text):
+    path = tmp_path / "calendar"
+    path.write_text(text)
+    for read in (
+        lambda: read_crontab(path, None, 10.0, None),
+        lambda: read_cronjobs(path, None, 10.0),
+        lambda: read_timer(path, None, 10.0, None),
+    ):
+        assert all(isinstance(item, JobRule | Reject) for item in read())
+
+
+def test_a_yaml_alias_bomb_costs_nothing(tmp_path):
+    """A manifest whose schedule is an alias that would expand a billion-fold: a reject, read at once."""
+    levels = "".join(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, 10))
+    path = tmp_path / "bomb.yaml"
+    path.write_text(
+        f"apiVersion: batch/v1\nkind: CronJob\nl0: &l0 [x]\n{levels}metadata: {{name: *l9}}\n"
+        "spec: {schedule: '0 1 * * *'}\n"
+    )
+    (reject,) = read_cronjobs(path, None, 10.0)
+    assert reject.reason == "CronJob '': metadata.name is not text"
