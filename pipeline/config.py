@@ -36,7 +36,7 @@ class IngestOptions:
     at: datetime | None = None  # --at: when a printout or scrape without a time of its own was taken (naive UTC)
     columns: tuple[str, ...] = ()  # --columns: the field names of nvidia-smi CSVs written with `noheader`
     many_files: bool = False  # --many-files: read more than ingest.paths.MANY_FILES files one by one anyway
-    # --job-duration: how long a run of a crontab's or CronJob's job lasts where the file does not bound it
+    # --job-duration: how long a run of a crontab's, CronJob's or timer's job lasts where the file does not bound it
     job_duration_minutes: float | None = None
 
     def instance_for(self, path: str | Path) -> str:

@@ -124,8 +124,8 @@ def _parse_tags(pairs: tuple[str, ...]) -> dict[str, str]:
     "--job-duration",
     type=click.FloatRange(min=0, min_open=True),
     metavar="MINUTES",
-    help="How long a run of a crontab's or Kubernetes CronJob's job lasts, where the file does not bound it "
-    "(a `timeout` wrapper, activeDeadlineSeconds).",
+    help="How long a run of a job in a crontab, Kubernetes CronJob or systemd timer lasts, where the file does "
+    "not bound it (a `timeout` wrapper, activeDeadlineSeconds).",
 )
 @LAKE_OPTION
 @click.option(

@@ -34,15 +34,18 @@ def load_job(job: LoadJob) -> tuple[int, int]:
 
 def load_crontab(job: LoadJob) -> tuple[int, int]:
     """A crontab's loader: its entries run on --instance, else on every host."""
-    options = job.options
-    items = read_crontab(job.path, options.tz, options.job_duration_minutes, options.instance)
-    return _load_items(job.con, job.source_id, items)
+    return _load_host_calendar(job, read_crontab)
 
 
 def load_timer(job: LoadJob) -> tuple[int, int]:
     """A systemd timer's loader: its runs are on --instance, else on every host."""
+    return _load_host_calendar(job, read_timer)
+
+
+def _load_host_calendar(job: LoadJob, read: Callable[..., Iterable[JobRule | Reject]]) -> tuple[int, int]:
+    """A calendar of one host's (a crontab, a timer), read with the zone, run length and host the options give."""
     options = job.options
-    items = read_timer(job.path, options.tz, options.job_duration_minutes, options.instance)
+    items = read(job.path, options.tz, options.job_duration_minutes, options.instance)
     return _load_items(job.con, job.source_id, items)
 
 

@@ -42,7 +42,7 @@ class JobWindow:
 @dataclass(frozen=True, slots=True)
 class JobRule:
     """A recurring job: a 5-field cron and a duration. The cron is in UTC unless it opens with `CRON_TZ=<zone> `
-    (a crontab's or a CronJob's own zone: parse/cron_files.py)."""
+    (a crontab's, a CronJob's or a timer's own zone: parse/cron_files.py, parse/timers.py)."""
 
     line: int
     name: str
