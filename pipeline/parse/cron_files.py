@@ -263,7 +263,8 @@ def with_zone(schedule: str, zone: str | None) -> str:
 def read_cronjobs(path: str | Path, tz: str | None, duration: float | None) -> Iterator[JobRule | Reject]:
     """Every CronJob of a Kubernetes manifest (one document or many, a `List`) as a JobRule or a Reject; other
     kinds are skipped, and a file with none is a file that yielded nothing."""
-    loader = yaml.SafeLoader(calendar_text(path))
+    text = calendar_text(path)
+    loader = yaml.SafeLoader(text)
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -277,7 +278,10 @@ def read_cronjobs(path: str | Path, tz: str | None, duration: float | None) -> I
                         yield Reject(line, f"CronJob {_safe_name(item)!r}: {exc}", _safe_name(item))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        yield Reject(mark.line + 1 if mark else 0, f"not valid YAML: {getattr(exc, 'problem', exc)}", "")
+        reason = f"not valid YAML: {getattr(exc, 'problem', exc)}"
+        if "{{" in text:
+            reason += "; a Helm template is read once rendered (`helm template`)"
+        yield Reject(mark.line + 1 if mark else 0, reason, "")
     finally:
         loader.dispose()
 

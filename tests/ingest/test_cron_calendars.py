@@ -263,3 +263,15 @@ def test_a_yaml_alias_bomb_costs_nothing(tmp_path):
     )
     (reject,) = read_cronjobs(path, None, 10.0)
     assert reject.reason == "CronJob '': metadata.name is not text"
+
+
+def test_a_helm_template_is_a_reject_that_says_to_render_it(tmp_path):
+    """A chart's templates/cronjob.yaml as charts write it: Go templates are no YAML until `helm template`."""
+    path = tmp_path / "cronjob.yaml"
+    path.write_text(
+        'apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: {{ include "chart.fullname" . }}-backup\nspec:\n'
+        "  schedule: {{ .Values.backup.schedule | quote }}\n"
+    )
+    (reject,) = read_cronjobs(path, None, 10.0)
+    assert reject.line == 4
+    assert reject.reason.endswith("; a Helm template is read once rendered (`helm template`)")
