@@ -4,6 +4,7 @@ fleet's backup job given as the crontabs its hosts would hold."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from datetime import datetime
 
@@ -123,13 +124,13 @@ def test_cronjobs_of_a_list_and_a_deadline_as_the_run_length(tmp_path):
     """A `kubectl get cronjobs -o yaml` answer (a List), derived from real case 010 (slower-whisper's CronJob):
     its node by kubernetes.io/hostname, its deadline of 21,600 s as six hours, and a second job with neither."""
     real = yaml.safe_load((REALWORLD / "010_cronjob_slower-whisper-gpu-node" / "artifact.yaml").read_text())
-    other = {
+    other_job = {
         "apiVersion": "batch/v1",
         "kind": "CronJob",
         "metadata": {"name": "other"},
         "spec": {"schedule": "TZ=Asia/Tokyo 0 3 * * *", "jobTemplate": {"spec": {"template": {"spec": {}}}}},
     }
-    listed = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [real, other]}, sort_keys=False)
+    listed = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [real, other_job]}, sort_keys=False)
     path = tmp_path / "cronjobs.yaml"
     path.write_text(listed)
     assert looks_like_cronjob(listed)
@@ -141,8 +142,13 @@ def test_cronjobs_of_a_list_and_a_deadline_as_the_run_length(tmp_path):
         ("gpu-node",),
     )
     assert isinstance(other, Reject) and "states no activeDeadlineSeconds" in other.reason
-    other = read_cronjobs(path, None, 20.0)
-    assert [r.cron for r in other] == ["0 */6 * * *", "CRON_TZ=Asia/Tokyo 0 3 * * *"]
+    given = read_cronjobs(path, None, 20.0)
+    assert [r.cron for r in given] == ["0 */6 * * *", "CRON_TZ=Asia/Tokyo 0 3 * * *"]
+    # `kubectl get cronjobs -o json` writes the same List as JSON
+    as_json = json.dumps({"apiVersion": "v1", "kind": "List", "items": [real, other_job]}, indent=4)
+    path.write_text(as_json)
+    assert looks_like_cronjob(as_json)
+    assert [r.name for r in read_cronjobs(path, None, 20.0)] == ["slower-whisper-cron", "other"]
 
 
 def test_the_sample_fleets_backup_given_as_its_hosts_crontabs_is_found_alike(fleet_db, tmp_path, run_cli):
