@@ -193,13 +193,18 @@ def job_name(command: str) -> str:
 
 
 def _segment_name(words: list[str]) -> str:
+    if "--" in words[:-1]:  # `kubectl exec POD -- pg_dump ...`: the command is what follows
+        words = words[words.index("--") + 1 :]
     scripts = [w for w in words if not w.startswith("-") and _SCRIPT.search(w)]
     if scripts:
         return _SCRIPT.sub("", _base(scripts[0]))
     index = 0
     while index < len(words):
         word = _base(words[index])
-        if word in _WRAPPERS:
+        if word in _CONTAINER_TOOLS and words[index + 1 : index + 2] == ["exec"]:
+            # `docker exec [options] CONTAINER COMMAND`: the command in the container names the job
+            index = _past_options(words, index + 2) + 1
+        elif word in _WRAPPERS:
             index = _past_options(words, index + 1) + _ARGS.get(word, 0)
         elif _INTERPRETERS.match(word):
             rest = words[index + 1 :]
@@ -211,9 +216,12 @@ def _segment_name(words: list[str]) -> str:
     return _base(words[0])
 
 
+_CONTAINER_TOOLS = frozenset({"docker", "podman", "nerdctl"})
 # The wrappers' options that take a value as the next word (nice -n 10, ionice -c 3, timeout -s KILL, flock -w 5,
 # sudo -u backup).
-_VALUED = frozenset({"-n", "-c", "-s", "-k", "-w", "-E", "-u", "-g", "--signal", "--kill-after", "--user"})
+_VALUED = frozenset(
+    {"-n", "-c", "-s", "-k", "-w", "-E", "-u", "-g", "-e", "--signal", "--kill-after", "--user", "--env", "--workdir"}
+)
 
 
 def _past_options(words: list[str], index: int) -> int:

@@ -56,6 +56,10 @@ REALWORLD = FLEET.parents[1] / "tests" / "cases" / "realworld" / "calendars"
         # wrappers before a program that is no script
         ("nice -n 10 timeout 2h /usr/bin/pg_dump mydb > /backup/db.sql", "pg_dump"),
         ("FOO=1 nohup ionice -c3 rsync -a /data /backup", "rsync"),
+        # the command a container tool runs inside
+        ("docker exec -u postgres db pg_dumpall > /backup/all.sql", "pg_dumpall"),
+        ("/usr/bin/kubectl exec -n ml deploy/vllm -- curl -s localhost:8000/metrics", "curl"),
+        ("docker system prune -af", "docker"),
     ],
 )
 def test_a_cron_command_names_its_job_by_what_it_runs(command, name):
