@@ -76,22 +76,41 @@ def classify_ooms(
     OOM its starting baseline, so they are read from before `since` too. An event is one real OOM however
     many files saw it (stg_oom_events): `sightings` counts them, `origins` names their kinds.
     """
-    # a card's edge is shown by a failure alone at any time up to the window's end, as its largest peak served is
-    # read from the whole history: a window's verdicts are those of the history they belong to. Every step before
-    # the verdicts is row by row, so the history is prepared once and the window cut from it.
+    # Every step before the verdicts is row by row, so the history up to the window's end is prepared once and the
+    # window cut from it. What a card holds does not change with the window asked about: its largest peak served is
+    # read from the whole history, and so are the failures that show or bound its edge (card_edges), so that a
+    # week's report, an incident page and the findings say the same of one OOM.
     history = con.sql(sql_text("q_oom_context"), params={"until": until}).pl()
     in_window = pl.lit(True) if since is None else pl.col("ts") >= since
     if history.filter(in_window).is_empty():
         return pl.DataFrame(schema=RESULT_SCHEMA)
     lives = leaks.lifetimes(con, None, until) if lives is None else lives
-    history = _with_needs(
-        _with_version_lives(_with_lifetimes(_with_limits(con, _with_telemetry(con, history)), lives), lives)
-    )
-    events = history.filter(in_window).join(_card_edges(history), on="card", how="left", nulls_equal=True)
+    history = _prepared(con, history, lives)
+    edges = _card_edges(history) if _is_whole(con, until) else card_edges(con)
+    events = history.filter(in_window).join(edges, on="card", how="left", nulls_equal=True)
     events = events.with_columns(pl.col("edge_shown").fill_null(False))
     snapshots = _snapshot_verdicts(con, events)
     verdicts = [_verdict(row, snapshots) for row in events.iter_rows(named=True)]
     return _result(events, verdicts)
+
+
+def _is_whole(con: duckdb.DuckDBPyConnection, until: datetime | None) -> bool:
+    """Is the history up to `until` the whole history (no OOM at or after it, none without a time)?"""
+    return until is None or not con.execute(sql_text("q_oom_events_after"), {"until": until}).fetchall()[0][0]
+
+
+@shared()
+def card_edges(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """`_card_edges` over every OOM the database holds (card, edge_shown, card_ceiling_bytes)."""
+    history = con.sql(sql_text("q_oom_context"), params={"until": None}).pl()
+    return _card_edges(_prepared(con, history, leaks.lifetimes(con, None, None)))
+
+
+def _prepared(con: duckdb.DuckDBPyConnection, history: pl.DataFrame, lives: pl.DataFrame) -> pl.DataFrame:
+    """The events with what the rules read: neighbours seen, the card's limits, lifetimes, baselines and needs."""
+    return _with_needs(
+        _with_version_lives(_with_lifetimes(_with_limits(con, _with_telemetry(con, history)), lives), lives)
+    )
 
 
 def _with_limits(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> pl.DataFrame:

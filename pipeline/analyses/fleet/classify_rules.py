@@ -85,7 +85,7 @@ class OomFacts:
     baseline_inferred: bool = False
     need_error: float | None = None  # the residual standard error of the token-cost line `need` comes from
     # an OOM on this card failed at its largest peak served with no neighbour of known bytes beside it
-    # (classify._edges_shown): that peak is then the card's edge, not merely the largest request seen
+    # (classify._card_edges): that peak is then the card's edge, not merely the largest request seen
     edge_shown: bool = True
     # the smallest need that failed on this card's kind with nothing beside it (classify._card_edges), None if none
     ceiling: int | None = None
