@@ -1,6 +1,6 @@
-"""Calendars as fleets write them: crontabs and Kubernetes CronJob manifests (parse/cron_files.py). The real files
-of tests/cases/realworld/calendars/ land through the corpus test; here the rules' finer points, and the sample
-fleet's backup job given as the crontabs its hosts would hold."""
+"""Calendars as fleets write them: crontabs and Kubernetes CronJob manifests (parse/cron_files.py) and systemd timers
+(parse/timers.py). The real files of tests/cases/realworld/calendars/ land through the corpus test; here the rules'
+finer points, and the sample fleet's backup job given as the crontabs its hosts would hold."""
 
 from __future__ import annotations
 

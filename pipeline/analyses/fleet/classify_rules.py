@@ -358,7 +358,7 @@ def counterfactual(f: OomFacts) -> Verdict | None:
         return None
     where = (
         f"lies between that limit and the {size(f.ceiling)} that failed alone on {f.card} cards"
-        if f.band
+        if f.band and f.limit is not None and f.healthy_need >= f.limit
         else f"is within the estimate's error ({size(f.need_error)}) of that limit"
     )
     why = (
