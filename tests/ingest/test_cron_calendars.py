@@ -155,19 +155,32 @@ def test_cronjobs_of_a_list_and_a_deadline_as_the_run_length(tmp_path):
     assert [r.name for r in read_cronjobs(path, None, 20.0)] == ["slower-whisper-cron", "other"]
 
 
-def test_the_sample_fleets_backup_given_as_its_hosts_crontabs_is_found_alike(fleet_db, tmp_path, run_cli):
+@pytest.mark.parametrize(
+    ("crontab", "schedule"),
+    [
+        ("0 1 * * * root /opt/backup/bin/nightly-backup.sh >> /var/log/backup.log 2>&1\n", "daily 01:00-02:30 UTC"),
+        # the same runs as a host in Berlin writes them: 02:00 CET is 01:00 UTC in November
+        (
+            "CRON_TZ=Europe/Berlin\n0 2 * * * root /opt/backup/bin/nightly-backup.sh\n",
+            "daily 02:00-03:30 Europe/Berlin",
+        ),
+    ],
+)
+def test_the_sample_fleets_backup_given_as_its_hosts_crontabs_is_found_alike(
+    fleet_db, tmp_path, run_cli, crontab, schedule
+):
     """The sample fleet's nightly-backup (calendar_recurring.json: 01:00 UTC for 90 minutes on a10-01, a10-02,
     a10-06 and a100-01) given instead as the one crontab line each of those hosts would hold, ingested per host
-    with --instance and --job-duration 90: the same runs, and the job test finds the same."""
+    with --instance and --job-duration 90: the same runs, and the job test finds the same; its schedule is told
+    in the zone the crontab is written in."""
     copy = tmp_path / "fleet.duckdb"
     shutil.copyfile(fleet_db, copy)
     con = duckdb.connect(str(copy))
     calendar = str((FLEET / "calendar_recurring.json").resolve())
     tables.remove_sources(con, tables.source_ids_for_path(con, calendar))
     con.close()
-    line = "0 1 * * * root /opt/backup/bin/nightly-backup.sh >> /var/log/backup.log 2>&1\n"
     for host in ("a10-01", "a10-02", "a10-06", "a100-01"):
-        (tmp_path / f"{host}.cron").write_text(line)  # the same file on every host
+        (tmp_path / f"{host}.cron").write_text(crontab)  # the same file on every host
         result = run_cli("ingest", tmp_path / f"{host}.cron", "--db", copy, "--instance", host, "--job-duration", "90")
         assert result.exit_code == 0, result.output
     effects = {}
@@ -181,6 +194,8 @@ def test_the_sample_fleets_backup_given_as_its_hosts_crontabs_is_found_alike(fle
         (row,) = rows
         effects[path] = (row["ooms_in"], sorted(row["hosts_affected"]), row["verdict"], runs)
     assert effects[copy] == effects[fleet_db]
+    with duckdb.connect(str(copy), read_only=True) as db:
+        assert jobs.schedules(db)["nightly-backup"].text == schedule
     assert effects[copy][2] == "reported" and effects[copy][0] > 0 and len(effects[copy][3]) == 4 * 23
 
 

@@ -29,8 +29,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from itertools import pairwise
+from zoneinfo import ZoneInfo
 
 import duckdb
 import polars as pl
@@ -394,28 +395,51 @@ def _is_affected(row: dict) -> bool:
 def schedules(
     con: duckdb.DuckDBPyConnection, since: datetime | None = None, until: datetime | None = None
 ) -> dict[str, Schedule]:
-    """Each job's runs within the data, described ("daily 01:00-02:30 UTC", "weekly on Saturday ...")."""
+    """Each job's runs within the data, described ("daily 01:00-02:30 UTC", "weekly on Saturday ..."); a job whose
+    rules are all written in one zone (a crontab's CRON_TZ=, a CronJob's timeZone) is described in it, as its
+    owner wrote it: across a change of daylight saving time its runs keep their local hour, not their UTC one."""
     params = {"since": utc_naive(since), "until": utc_naive(until)}
     runs: dict[str, list[tuple[datetime, datetime]]] = defaultdict(list)
     for name, start, end in con.sql(sql_text("q_job_runs"), params=params).fetchall():
         runs[name].append((start, end))
-    return {name: describe_schedule(spans) for name, spans in runs.items()}
+    zones = {name: zones for name, zones in con.sql(sql_text("q_job_zones")).fetchall()}
+    return {
+        name: describe_schedule(spans, zones[name][0] if len(zones.get(name) or ()) == 1 else "UTC")
+        for name, spans in runs.items()
+    }
 
 
-def describe_schedule(runs: list[tuple[datetime, datetime]]) -> Schedule:
-    """Group runs by time of day and name their cadence from the gaps between starts."""
-    by_window: dict[str, list[datetime]] = defaultdict(list)
-    for start, end in runs:
-        by_window[f"{start:%H:%M}-{end:%H:%M}"].append(start)
-    windows = tuple(sorted(by_window))
-    cadences = {window: _cadence(sorted(starts)) for window, starts in by_window.items()}
-    if len(set(cadences.values())) == 1:
-        text = f"{next(iter(cadences.values()))} {', '.join(windows)} UTC"
-    else:
-        text = "; ".join(f"{cadences[w]} {w} UTC" for w in windows)
+def describe_schedule(runs: list[tuple[datetime, datetime]], zone: str = "UTC") -> Schedule:
+    """Group runs by time of day in `zone` and name their cadence from the gaps between starts. `windows` stay in
+    UTC, as the runs are stored."""
+    text = _schedule_text(_in_zone(runs, zone), zone)
+    windows = tuple(sorted({f"{start:%H:%M}-{end:%H:%M}" for start, end in runs}))
     first = min((s for s, _ in runs), default=None)
     last = max((e for _, e in runs), default=None)
     return Schedule(text, windows, len(runs), first, last)
+
+
+def _in_zone(runs: list[tuple[datetime, datetime]], zone: str) -> list[tuple[datetime, datetime]]:
+    """Naive UTC runs as the wall clock of `zone` reads them."""
+    if zone == "UTC":
+        return runs
+    local = ZoneInfo(zone)
+
+    def wall(moment: datetime) -> datetime:
+        return moment.replace(tzinfo=UTC).astimezone(local).replace(tzinfo=None)
+
+    return [(wall(start), wall(end)) for start, end in runs]
+
+
+def _schedule_text(runs: list[tuple[datetime, datetime]], zone: str) -> str:
+    by_window: dict[str, list[datetime]] = defaultdict(list)
+    for start, end in runs:
+        by_window[f"{start:%H:%M}-{end:%H:%M}"].append(start)
+    windows = sorted(by_window)
+    cadences = {window: _cadence(sorted(starts)) for window, starts in by_window.items()}
+    if len(set(cadences.values())) == 1:
+        return f"{next(iter(cadences.values()))} {', '.join(windows)} {zone}"
+    return "; ".join(f"{cadences[w]} {w} {zone}" for w in windows)
 
 
 def _cadence(starts: list[datetime]) -> str:
