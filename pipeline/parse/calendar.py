@@ -128,12 +128,18 @@ def read_calendar(path: str | Path, tz: str | None = None) -> Iterator[JobWindow
             yield Reject(line, str(exc).strip("'\""), json.dumps(row, default=str)[:2000])
 
 
-def _rows(path: str | Path) -> Iterator[tuple[int, dict[str, object]]]:
+def calendar_text(path: str | Path) -> str:
+    """A calendar file's text (of any kind: parse/cron_files.py and parse/timers.py read theirs here too), read
+    within the one bound on a document read whole."""
     with open_binary(path) as handle:
         data = bounded.read_bounded(handle)
     if data is None:
         raise InputError(str(path), f"a calendar over {bounded.bound_text()} is not read")
-    text = data.decode("utf-8", errors="replace")
+    return data.decode("utf-8", errors="replace")
+
+
+def _rows(path: str | Path) -> Iterator[tuple[int, dict[str, object]]]:
+    text = calendar_text(path)
     if text.lstrip().startswith("["):
         try:
             items = json.loads(text)

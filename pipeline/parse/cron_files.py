@@ -27,9 +27,7 @@ from cronsim import CronSim, CronSimError
 
 from ..errors import InputError
 from ..records import Reject
-from . import bounded
-from .calendar import JobRule, check_selector
-from .compression import open_binary
+from .calendar import JobRule, calendar_text, check_selector
 
 # cron's @-macros (man 5 crontab); @reboot has no time of day and is a reject
 MACROS = {
@@ -371,12 +369,3 @@ def host_selectors(path: str | Path, host: str | None) -> tuple[str, ...] | None
     except ValueError as exc:
         raise InputError(str(path), f"--instance: {exc}") from None
     return (host,)
-
-
-def calendar_text(path: str | Path) -> str:
-    """A calendar file's text, read within the one bound on a document read whole."""
-    with open_binary(path) as handle:
-        data = bounded.read_bounded(handle)
-    if data is None:
-        raise InputError(str(path), f"a calendar over {bounded.bound_text()} is not read")
-    return data.decode("utf-8", errors="replace")

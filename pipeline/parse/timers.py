@@ -10,8 +10,8 @@ from pathlib import Path
 from cronsim import CronSimError
 
 from ..records import Reject
-from .calendar import JobRule
-from .cron_files import calendar_text, host_selectors, with_zone
+from .calendar import JobRule, calendar_text
+from .cron_files import host_selectors, with_zone
 
 # systemd timers (systemd.time(7)): the calendar shorthands, as full expressions
 _SHORTHANDS = {

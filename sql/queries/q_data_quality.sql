@@ -11,7 +11,7 @@ WITH items AS (
             WHEN s.kind IN ('jsonl', 'json', 'csv', 'parquet') THEN 'request rows'
             WHEN s.kind IN ('nvsmi_gpu', 'nvsmi_apps', 'prometheus') THEN 'telemetry samples'
             WHEN s.kind = 'text' THEN 'text log lines'
-            WHEN s.kind IN ('calendar', 'crontab', 'k8s_cronjob', 'systemd_timer') THEN 'calendar rows'
+            WHEN oomlab_is_calendar(s.kind) THEN 'calendar rows'
             ELSE coalesce(s.kind, 'unknown') || ' rows'
         END AS what,
         r.category,

@@ -15,10 +15,10 @@ WITH job_hosts AS (
 )
 SELECT s.source_id, s.path, s.kind, s.rows, s.rejects, s.ingested_at, s.size_bytes, s.content_hash, s.hash_algorithm,
        s.note,
-       CASE WHEN s.kind IN ('calendar', 'crontab', 'k8s_cronjob', 'systemd_timer') THEN coalesce(j.hosts, 'no job')
+       CASE WHEN oomlab_is_calendar(s.kind) THEN coalesce(j.hosts, 'no job')
             WHEN p.placed_by = 'its rows' THEN NULL
             ELSE coalesce(p.instance, s.labels ->> 'instance') END AS device,
-       CASE WHEN s.kind IN ('calendar', 'crontab', 'k8s_cronjob', 'systemd_timer') THEN 'its jobs'
+       CASE WHEN oomlab_is_calendar(s.kind) THEN 'its jobs'
             ELSE p.placed_by END AS placed_by
 FROM stg_sources AS s
 LEFT JOIN stg_source_placements AS p USING (source_id)

@@ -300,3 +300,14 @@ def test_a_helm_template_is_a_reject_that_says_to_render_it(tmp_path):
     (reject,) = read_cronjobs(path, None, 10.0)
     assert reject.line == 4
     assert reject.reason.endswith("; a Helm template is read once rendered (`helm template`)")
+
+
+def test_the_sql_names_the_calendar_kinds_the_registry_has(db):
+    """oomlab_is_calendar (sql/macros) holds the kinds of parse/formats.py's calendar family, no more, no fewer."""
+    from oomlab.load.connection import connect
+    from oomlab.parse import formats
+
+    kinds = [fmt.name for fmt in formats.FORMATS] + ["text", "jsonl"]
+    with connect(db) as con:
+        found = {kind for kind in kinds if con.execute("SELECT oomlab_is_calendar(?)", [kind]).fetchall()[0][0]}
+    assert found == {fmt.name for fmt in formats.FORMATS if fmt.family == formats.CALENDAR_FAMILY}
