@@ -7,7 +7,7 @@ from datetime import datetime
 import duckdb
 import polars as pl
 
-from ..analyses.fleet.jobs import host_effects, job_effects
+from ..analyses.fleet.jobs import MIN_OOMS_INSIDE, host_effects, job_effects
 from ..analyses.fleet.rate_tests import format_lift, format_p
 from .finding import Finding, Window
 
@@ -52,6 +52,7 @@ _HOST_TEST_COLUMNS = (
     "lift",
     "p_adjusted",
     "affected",
+    "pooled",
 )
 
 
@@ -133,6 +134,7 @@ _METRICS = (
     "hosts",
     "hosts_without_traffic",
     "hosts_affected",
+    "pooled",
     "hosts_not_affected",
     "ooms_in",
     "intrinsic_in",
@@ -157,6 +159,11 @@ def _evidence(row: dict) -> str:
         f" {row['excess_ooms']:.0f} of them excess."
         f" Inside against outside: {'; '.join(row['affected_detail'])}."
     )
+    if row["pooled"]:
+        text += (
+            f" No host alone had {MIN_OOMS_INSIDE} OOMs inside; the job is found from its hosts tested together: "
+            f"it acts a little on each."
+        )
     if row["intrinsic_in"]:
         text += (
             f" {row['intrinsic_in']} more OOMs inside are left out: requests too large for the card on any "

@@ -107,6 +107,37 @@ def test_a_job_whose_control_hosts_show_the_same_excess_is_not_blamed() -> None:
     assert scheduled_job.findings(con) == []
 
 
+# h1 and h2: an OOM at 03:20 on three nights each (3 a host, under a host's 5); everyone: one every 997 minutes
+# outside 03:00-04:00
+BACKGROUND = "(i % 997 = 0 AND NOT (m >= 180 AND m < 240))"
+THIN = f"(host IN ('h1', 'h2') AND m = 200 AND d IN (1, 4, 7)) OR {BACKGROUND}"
+
+
+def test_a_job_acting_a_little_on_each_host_is_found_over_its_hosts_together() -> None:
+    con = tiny_fleet(THIN, [("backup", 180, 240, ["h1", "h2"]), ("decoy", 720, 750, None)])
+    hosts = jobs.host_effects(con).filter(pl.col("name") == "backup", pl.col("on_job_host"))
+    assert hosts["ooms_in"].to_list() == [3, 3] and jobs.MIN_OOMS_INSIDE == 5
+    assert hosts["pooled"].all() and hosts["affected"].all()
+    (finding,) = scheduled_job.findings(con)
+    assert finding.subject == "job backup" and finding.metrics["pooled"] is True
+    assert finding.metrics["hosts_affected"] == ["h1", "h2"] and finding.metrics["ooms_in"] == 6
+    assert "No host alone had 5 OOMs inside" in finding.evidence
+    # 6 OOMs inside against the hour's share of each host's OOMs (1.4), tested exactly
+    row = jobs.job_effects(con).filter(pl.col("name") == "backup").row(0, named=True)
+    assert row["expected_in"] == pytest.approx(1.42, abs=0.01)
+    assert row["p_value"] == pytest.approx(stats.poisson.sf(5, row["expected_in"]))
+    decoy = jobs.job_effects(con).filter(pl.col("name") == "decoy").row(0, named=True)
+    assert decoy["verdict"] != "reported" and not decoy["pooled"]
+
+
+def test_a_thin_job_needs_the_hosts_bars_over_its_hosts_together() -> None:
+    """Two OOMs inside in all: improbable from traffic, yet under the 5 a host's test asks; no finding."""
+    rule = f"(host IN ('h1', 'h2') AND m = 200 AND d = 3) OR {BACKGROUND}"
+    con = tiny_fleet(rule, [("backup", 180, 240, ["h1", "h2"])])
+    row = jobs.job_effects(con).row(0, named=True)
+    assert row["ooms_in"] == 2 and row["verdict"] == "not significant" and not row["pooled"]
+
+
 def test_glob_selectors_select_the_same_hosts_as_their_names(tiny) -> None:
     globbed = tiny_fleet(SPIKE, [("backup", 180, 240, ["h[12]"]), ("decoy", 720, 750, ["h?"])])
     for name in ("backup", "decoy"):

@@ -256,6 +256,22 @@ def test_a_crash_looping_leak_whose_restarts_give_back_little_is_still_found(tmp
     assert scored.missed == [], scored.missed
 
 
+def test_a_job_that_acts_a_little_on_each_of_its_hosts_is_found_over_them_all(tmp_path: Path) -> None:
+    """Fleet 105520 (from `--classic --seed 105500`): batch-eval's process failed 3, 2 and 3 requests inside its
+    windows on three A10s and none outside them, 0.29 expected from traffic. No host alone reached the 5 OOMs a
+    host's test asks for, so the job was missed though its neighbour's OOMs were counted to it. Tested over its
+    hosts together it is found, its OOMs counted exactly, and no decoy with it."""
+    truths, found, _times = truth.run_fleet(105520, tmp_path, ("--classic",))
+    scored = truth.score(truths, found)
+    assert scored.missed == [] and scored.false_positives == [] and scored.blamed == []
+    (job,) = [f for f in found if f["kind"] == "scheduled_job"]
+    metrics = job["metrics"]
+    assert job["subject"] == "job batch-eval" and metrics["pooled"] is True
+    assert metrics["ooms_in"] == 8 and metrics["hosts_affected"] == ["a10-01", "a10-02", "a10-03"]
+    assert [t["ooms_in"] for t in metrics["host_tests"]] == [3, 2, 3]
+    assert "No host alone had 5 OOMs inside" in job["evidence"]
+
+
 def _classified_with_planted(work: Path, seed: int) -> pl.DataFrame:
     """classify_ooms on a fleet's database, joined to the cause each OOM was planted with (`cause_planted`)."""
     planted = pl.read_csv(io.BytesIO(gzip.decompress((work / f"fleet-{seed}" / "oom_causes.csv.gz").read_bytes())))
