@@ -228,7 +228,8 @@ def _parse_cached(message: str) -> OomMessage | None:
 
 
 def _insert_structured_ooms(con: duckdb.DuckDBPyConnection, labels: dict[str, object]) -> None:
-    """OOM requests become oom_events, with the fields their messages state (logged values win)."""
+    """OOM requests become oom_events, with the fields their messages state (logged values win unless the
+    message's are finer: oomlab_logged_or_printed)."""
     run_file(con, "stage_source_ooms", labels)
     errors = [row["error"] for row in load.fetch_dicts(con, "select_source_errors", {})]
     if errors:  # none: no OOM request, as in most files of a healthy fleet

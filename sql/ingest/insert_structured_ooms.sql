@@ -1,6 +1,7 @@
 -- One oom_events row per request of this source that ended in an out-of-memory error (an oom status
 -- or an OOM message: source_ooms, stage_source_ooms.sql). Fields parsed from the message (table
--- parsed_messages, keyed by the message text) fill in; the logged values win.
+-- parsed_messages, keyed by the message text) fill in; where both state a size, the logged value wins unless the
+-- message's is finer (oomlab_logged_or_printed).
 INSERT INTO oom_events (source_id, line, ts, instance, gpu_index, model_version, framework, origin,
     requested_bytes, total_capacity_bytes, free_bytes, already_allocated_bytes, reserved_bytes,
     allocated_by_pytorch_bytes, reserved_unallocated_bytes, process_in_use_bytes, allowed_bytes,
@@ -8,10 +9,10 @@ INSERT INTO oom_events (source_id, line, ts, instance, gpu_index, model_version,
     message, request_id)
 SELECT r.source_id, r.line, r.ts, r.instance, coalesce(r.gpu_index, p.gpu_index), r.model_version,
        p.framework, 'structured',
-       coalesce(r.requested_size, p.requested_bytes), p.total_capacity_bytes,
-       coalesce(r.available_memory, p.free_bytes), p.already_allocated_bytes,
-       coalesce(r.reserved_memory, p.reserved_bytes),
-       coalesce(r.allocator_allocated, p.allocated_by_pytorch_bytes), p.reserved_unallocated_bytes,
+       oomlab_logged_or_printed(r.requested_size, p.requested_bytes), p.total_capacity_bytes,
+       oomlab_logged_or_printed(r.available_memory, p.free_bytes), p.already_allocated_bytes,
+       oomlab_logged_or_printed(r.reserved_memory, p.reserved_bytes),
+       oomlab_logged_or_printed(r.allocator_allocated, p.allocated_by_pytorch_bytes), p.reserved_unallocated_bytes,
        p.process_in_use_bytes, p.allowed_bytes, p.private_pool_bytes, p.other_processes,
        r.batch_size, r.input_sequence_length, r.output_sequence_length, coalesce(p.message, r.error),
        r.request_id

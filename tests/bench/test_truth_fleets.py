@@ -272,6 +272,21 @@ def test_a_job_that_acts_a_little_on_each_of_its_hosts_is_found_over_them_all(tm
     assert "No host alone had 5 OOMs inside" in job["evidence"]
 
 
+def test_an_oom_field_rounded_coarser_than_its_message_is_read_from_the_message(tmp_path: Path) -> None:
+    """Fleet 106426 (from `--seed 106400`; shapes kubernetes, units, pid_namespace, overlap, cards): its request logs
+    write every size in GiB to two decimals, and finetune-lora's process holds 189.73 GiB of MI300Xs whose ROCm
+    messages name no process. An OOM of 14 MiB with 6 MiB free was logged as 0.01 GiB requested of 0.01 GiB free: a
+    request that fit, so 39 of the job's 184 OOMs were transient peaks, not its neighbour's. Read from the message,
+    every one is the neighbour's."""
+    truths, found, _times = truth.run_fleet(106426, tmp_path)
+    scored = truth.score(truths, found)
+    assert scored.missed == [] and scored.false_positives == [] and scored.blamed == []
+    assert scored.counts and all(c.ok for c in scored.counts), [c.line() for c in scored.counts]
+    (job,) = [f for f in found if f["subject"] == "job finetune-lora"]
+    (pressure,) = [r for r in job["metrics"]["related"] if r["kind"] == "external_pressure"]
+    assert pressure["metrics"]["ooms"] == 184 and pressure["metrics"]["also_capacity"] == 0
+
+
 def _classified_with_planted(work: Path, seed: int) -> pl.DataFrame:
     """classify_ooms on a fleet's database, joined to the cause each OOM was planted with (`cause_planted`)."""
     planted = pl.read_csv(io.BytesIO(gzip.decompress((work / f"fleet-{seed}" / "oom_causes.csv.gz").read_bytes())))

@@ -156,6 +156,37 @@ def test_the_line_by_line_reader_reads_units_the_same(tmp_path, db, run_cli, sql
     assert refused.exit_code == 1 and "(give their unit: --map device_total=device_total:MiB)" in refused.stderr
 
 
+_OOM_SIZES = "SELECT requested_bytes, free_bytes, allocated_by_pytorch_bytes FROM oom_events ORDER BY line"
+
+
+def test_an_oom_field_rounded_coarser_than_its_message_yields_to_the_message(tmp_path, db, run_cli, sql):
+    """The capture's three OOMs with their four allocator fields in GiB to two decimals (10 MiB steps), the message
+    unchanged: "Tried to allocate 44.00 MiB" is 46,137,344 bytes where `requested_size_gib` 0.04 says 42,949,673. Sizes
+    the message prints no finer (134.11 GiB free) and sizes it states otherwise beyond both roundings (the
+    observer's 4.41 GiB allocated against the message's 4.49 GiB) keep the logged value."""
+    fields = ("requested_size", "available_memory", "allocator_allocated", "reserved_memory")
+    oom = {name: (f"{name}_gib", GIB) for name in fields}
+    path = _write(tmp_path / "gib.jsonl", _derived(oom, 2))
+    result = run_cli("ingest", path, "--db", db)
+    assert result.exit_code == 0, result.output
+    original = [r for r in read_jsonl_gz(CAPTURE) if r["status"] == "oom"]
+    # 44, 22 and 16 MiB, as the messages print them; 0.04, 0.02 and 0.02 GiB in the fields
+    requested = [r["requested_size"] for r in original]
+    assert requested == [44 * MIB, 22 * MIB, 16 * MIB]
+    logged = [(round(r["available_memory"] / GIB, 2), round(r["allocator_allocated"] / GIB, 2)) for r in original]
+    sizes = zip(requested, logged, strict=True)
+    want = [(size, round(free * GIB), round(allocated * GIB)) for size, (free, allocated) in sizes]
+    assert sql(_OOM_SIZES) == want
+
+
+def test_exact_oom_fields_win_over_the_message(db, run_cli, sql):
+    result = run_cli("ingest", CAPTURE, "--db", db)
+    assert result.exit_code == 0, result.output
+    original = [r for r in read_jsonl_gz(CAPTURE) if r["status"] == "oom"]
+    want = [(r["requested_size"], r["available_memory"], r["allocator_allocated"]) for r in original]
+    assert sql(_OOM_SIZES) == want and want[0][2] == 4_733_015_040  # the message says 4.49 GiB
+
+
 def test_names_without_a_unit_come_first_and_b_is_no_unit():
     fields = {f.name: f for f in with_mapping(parse_map_options(("allocated_after=gpu_mem_allocated_mib",)))}
     resolved = resolve_columns(["ts", "allocated_after_mib", "allocated_after", "gpu_mem_allocated_mib", "allocated_b"])
