@@ -336,6 +336,53 @@ def test_a_dominant_neighbour_is_a_factor_where_the_card_served_more_without_it(
     assert ("external_pressure" in verdict.contributing) == (cause == "capacity")
 
 
+@pytest.mark.parametrize(
+    ("tokens_failed_alone", "leaking", "cause"),
+    [
+        (100_264, False, "capacity"),
+        (102_097, False, "external_pressure"),  # the failure alone was larger: nothing says this one fails alone
+        (None, False, "external_pressure"),  # no failure alone of its version on these cards
+        (100_264, True, "external_pressure"),  # a leaking version fails smaller requests as its baseline rises
+    ],
+)
+def test_a_request_no_smaller_than_one_that_failed_alone_fails_without_the_neighbour(
+    tokens_failed_alone, leaking, cause
+):
+    """Fleet 107010 of `bench/truth.py --seed 107000`: its infer-d-2 writes only a text log, so no token-cost line
+    sizes agent-5b-int8-v3.5 in bytes, yet each message names the request's tokens. 22 of its requests from 100,264
+    tokens failed with nothing beside them on the A100 40 GB; this one, of 102,096 tokens, failed beside a job's
+    25.62 GiB process ("Tried to allocate 2.09 GiB ... of which 1.15 GiB is free ... this process has 12.62 GiB
+    memory in use. Process 5427 has 25.62 GiB memory in use."). Its need grows with its tokens: it fails without
+    the neighbour too."""
+    gib = lambda v: int(v * GIB)  # noqa: E731
+    facts = replace(
+        _BLANK,
+        requested=gib(2.09),
+        free=gib(1.15),
+        reserved=gib(11.64) + int(352.19 * (1 << 20)),
+        unallocated=int(352.19 * (1 << 20)),
+        in_use=gib(12.62),
+        other=gib(25.62),
+        other_pids=(5427,),
+        device_total=gib(39.39),
+        batch=8,
+        input_tokens=12_710,
+        output_tokens=52,
+        tokens=102_096,
+        limit=34_507_647_488,
+        card="39.39 GiB",
+        leaking=leaking,
+        tokens_failed_alone=tokens_failed_alone,
+    )
+    verdict = decide(facts)
+    assert verdict.cause == cause
+    if cause == "capacity":
+        assert verdict.rule == "tokens_failed_alone" and verdict.contributing == ("external_pressure",)
+        assert "no smaller than one of 100,264 tokens of its version that failed on 39.39 GiB cards" in verdict.evidence
+    else:
+        assert verdict.rule == "dominant_neighbour"
+
+
 @pytest.mark.parametrize(("edge_shown", "cause"), [(False, "external_pressure"), (True, "capacity")])
 def test_a_largest_peak_no_failure_alone_reached_is_no_edge_beside_a_neighbour(edge_shown, cause):
     """Fleet 72508 of `bench/truth.py --seed 72500`, an H200 (139.80 GiB): a neighbour held 134.22 GiB when a

@@ -287,6 +287,24 @@ def test_an_oom_field_rounded_coarser_than_its_message_is_read_from_the_message(
     assert pressure["metrics"]["ooms"] == 184 and pressure["metrics"]["also_capacity"] == 0
 
 
+def test_a_text_only_hosts_requests_are_sized_by_those_of_their_version_that_failed_alone(tmp_path: Path) -> None:
+    """Fleet 107010 (from `--seed 107000`; shapes echo, no_before, overlap, cards): infer-d-2 writes only a text log,
+    and no request log anywhere serves agent-5b-int8-v3.5, so nothing sizes its requests in bytes. 22 of them from
+    100,264 tokens failed with nothing beside them; 12 more of 102,096 to 124,352 tokens, beside batch-eval's 25.62
+    GiB process, had gone to the job, leaving the A100 40 GB's capacity 68 OOMs of the 81 planted. Every capacity OOM
+    of that version is now capacity."""
+    truths, found, _times = truth.run_fleet(107010, tmp_path)
+    scored = truth.score(truths, found)
+    assert scored.missed == [] and scored.false_positives == [] and scored.blamed == []
+    classified = _classified_with_planted(tmp_path, 107010).filter(
+        pl.col("instance") == "infer-d-2", pl.col("model_version") == "agent-5b-int8-v3.5"
+    )
+    planted = classified.filter(pl.col("cause_planted") == "capacity")
+    assert planted.height == 34 and (planted["cause"] == "capacity").all(), planted.select("tokens", "cause", "rule")
+    by_tokens = classified.filter(pl.col("rule") == "tokens_failed_alone")
+    assert by_tokens.height == 12 and by_tokens["tokens"].min() == 102_096
+
+
 def _classified_with_planted(work: Path, seed: int) -> pl.DataFrame:
     """classify_ooms on a fleet's database, joined to the cause each OOM was planted with (`cause_planted`)."""
     planted = pl.read_csv(io.BytesIO(gzip.decompress((work / f"fleet-{seed}" / "oom_causes.csv.gz").read_bytes())))

@@ -86,8 +86,12 @@ def classify_ooms(
         return pl.DataFrame(schema=RESULT_SCHEMA)
     lives = leaks.lifetimes(con, None, until) if lives is None else lives
     history = _prepared(con, history, lives)
-    edges = _card_edges(history) if _is_whole(con, until) else card_edges(con)
-    events = history.filter(in_window).join(edges, on="card", how="left", nulls_equal=True)
+    cards, versions = _edges(history) if _is_whole(con, until) else card_edges(con)
+    events = (
+        history.filter(in_window)
+        .join(cards, on="card", how="left", nulls_equal=True)
+        .join(versions, on=["card", "model_version"], how="left", nulls_equal=True)
+    )
     events = events.with_columns(pl.col("edge_shown").fill_null(False))
     snapshots = _snapshot_verdicts(con, events)
     verdicts = [_verdict(row, snapshots) for row in events.iter_rows(named=True)]
@@ -100,10 +104,16 @@ def _is_whole(con: duckdb.DuckDBPyConnection, until: datetime | None) -> bool:
 
 
 @shared()
-def card_edges(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """`_card_edges` over every OOM the database holds (card, edge_shown, card_ceiling_bytes)."""
+def card_edges(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`_edges` over every OOM the database holds: per card (card, edge_shown, card_ceiling_bytes), and per card
+    and model version (card, model_version, tokens_failed_alone)."""
     history = con.sql(sql_text("q_oom_context"), params={"until": None}).pl()
-    return _card_edges(_prepared(con, history, leaks.lifetimes(con, None, None)))
+    return _edges(_prepared(con, history, leaks.lifetimes(con, None, None)))
+
+
+def _edges(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """What the OOMs show of each card's edge (`_card_edges`) and of each version's on it (`_token_edges`)."""
+    return _card_edges(events), _token_edges(events)
 
 
 def _prepared(con: duckdb.DuckDBPyConnection, history: pl.DataFrame, lives: pl.DataFrame) -> pl.DataFrame:
@@ -290,9 +300,7 @@ def _with_needs(events: pl.DataFrame) -> pl.DataFrame:
 
 def _card_edges(events: pl.DataFrame) -> pl.DataFrame:
     """Per card, what its OOMs show about the edge the largest peak served (`card_limit_bytes`) only bounds below.
-    Only failures of size count: the cache held less than the request unallocated and the device had less free
-    (else fragmentation or a cap refused it, whatever the card holds); where the message states neither, the
-    request log's failure is one of size.
+    Only failures of size count (`_by_size`; else fragmentation or a cap refused it, whatever the card holds).
     (Fleet 105506 of `bench/truth.py --classic --seed 105500`: fragmentation failures at 24.96 GiB on a 79.14 GiB
     card had shown its largest request served, 25.00 GiB, as its edge.)
 
@@ -303,17 +311,41 @@ def _card_edges(events: pl.DataFrame) -> pl.DataFrame:
 
     `card_ceiling_bytes`: the smallest need that failed with nothing at all beside it, an upper bound of what the
     card holds: a need that large did not fit."""
-    full = (pl.col("reserved_unallocated_bytes").fill_null(0) < pl.col("requested_bytes")) & (
-        pl.col("free_bytes") < pl.col("requested_bytes")
-    )
-    by_size = full.fill_null(True) & pl.col("cap_bytes").is_null()
     nobody = pl.col("other_bytes").fill_null(0) <= 0
     alone = nobody | (pl.col("neighbours_seen_by") == UNNAMED)
     edge = pl.col("card_limit_bytes") - EDGE_ERRORS * pl.col("need_error_bytes").fill_null(0)
-    failed_there = (alone & by_size & (pl.col("need_bytes") >= edge)).fill_null(False)
+    failed_there = (alone & _by_size() & (pl.col("need_bytes") >= edge)).fill_null(False)
     return events.group_by("card").agg(
         failed_there.any().alias("edge_shown"),
-        pl.col("need_bytes").filter(nobody & by_size).min().alias("card_ceiling_bytes"),
+        pl.col("need_bytes").filter(nobody & _by_size()).min().alias("card_ceiling_bytes"),
+    )
+
+
+def _by_size() -> pl.Expr:
+    """A failure of size: the cache held less than the request unallocated and the device had less free, and no
+    cap refused it; where the message states neither, the request log's failure is one of size."""
+    full = (pl.col("reserved_unallocated_bytes").fill_null(0) < pl.col("requested_bytes")) & (
+        pl.col("free_bytes") < pl.col("requested_bytes")
+    )
+    return full.fill_null(True) & pl.col("cap_bytes").is_null()
+
+
+def _token_edges(events: pl.DataFrame) -> pl.DataFrame:
+    """Per card and model version, `tokens_failed_alone`: the fewest batch x (input + output) tokens of a request
+    that failed by its size with nothing beside it, on a process that neither leaks nor holds a preallocated pool.
+
+    A version's need grows with its tokens, so a request of at least as many tokens on the same card fails without
+    any neighbour too. This sizes requests that no token-cost line sizes in bytes: a version seen only in text
+    logs, whose messages state the request's tokens but no memory levels (fleet 107010 of `bench/truth.py --seed
+    107000`: 22 requests of agent-5b-int8-v3.5 from 100,264 tokens failed alone on an A100 40 GB; 12 more of
+    102,096 to 124,352 tokens, beside the 25.62 GiB of a job's process, had been the job's). A leaking process
+    fails smaller requests as its baseline rises, and a pool fails within itself, so neither bounds the size."""
+    plain = ~pl.col("is_leak").fill_null(False) & ~pl.col("is_preallocated_pool").fill_null(False)
+    failed = (pl.col("other_bytes").fill_null(0) <= 0) & _by_size() & plain & pl.col("tokens").is_not_null()
+    return (
+        events.filter(failed.fill_null(False))
+        .group_by("card", "model_version")
+        .agg(pl.col("tokens").min().alias("tokens_failed_alone"))
     )
 
 
@@ -401,6 +433,7 @@ def _facts(row: dict, snapshot: tuple[str, str] | None) -> OomFacts:
         need_error=row["need_error_bytes"],
         edge_shown=bool(row["edge_shown"]),
         ceiling=row["card_ceiling_bytes"],
+        tokens_failed_alone=row["tokens_failed_alone"],
     )
 
 

@@ -89,6 +89,8 @@ class OomFacts:
     edge_shown: bool = True
     # the smallest need that failed on this card's kind with nothing beside it (classify._card_edges), None if none
     ceiling: int | None = None
+    # the fewest tokens of this version that failed by size alone on this card's kind (classify._token_edges)
+    tokens_failed_alone: int | None = None
 
     @property
     def allocated(self) -> int | None:
@@ -286,6 +288,22 @@ def no_numbers(f: OomFacts) -> Verdict | None:
     if f.requested is None and f.free is None and f.tokens is None and f.unallocated is None:
         return Verdict("unknown", 0.0, "the message carries no sizes and no request context", "no_numbers")
     return None
+
+
+def outsized_by_tokens(f: OomFacts) -> Verdict | None:
+    """Beside a neighbour, where no token-cost line sizes the request in bytes: a request of its version with no
+    more tokens failed by its size alone on these cards, and its need grows with its tokens, so it fails without
+    the neighbour too. (A failure with nothing beside it is the process's own already: `message_only`.)"""
+    if not f.other or f.need is not None or f.tokens is None or f.tokens_failed_alone is None:
+        return None
+    if f.leaking or f.pool or f.tokens < f.tokens_failed_alone:
+        return None
+    text = (
+        f"{_request(f)} is no smaller than one of {f.tokens_failed_alone:,} tokens of its version that failed on "
+        f"{f.card} cards with nothing beside it and the card full, so it fails without the neighbour too (no "
+        f"request log sizes its bytes); {_neighbours(f)} as well"
+    )
+    return Verdict("capacity", 0.8, text, "tokens_failed_alone", ("external_pressure",))
 
 
 def dominant_neighbour(f: OomFacts) -> Verdict | None:
@@ -526,6 +544,7 @@ def message_only(f: OomFacts) -> Verdict | None:
 RULES: tuple[Callable[[OomFacts], Verdict | None], ...] = (
     from_snapshot,
     no_numbers,
+    outsized_by_tokens,
     dominant_neighbour,
     fragmented,
     counterfactual,

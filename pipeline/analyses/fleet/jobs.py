@@ -64,8 +64,9 @@ MIN_OOMS_INSIDE = 5
 # if any, would not have; 'leak_dominates': leaked bytes fill most of the limit). None can be a job's doing,
 # and since they come in bursts (a leak fails request after request until the restart; large prompts come in
 # batches) a burst that happens to fall in a job's hours would otherwise be blamed on the job. So is a message
-# whose card's accounting shows no memory but the process's own ('own_memory'): nothing beside it held any.
-INTRINSIC_RULES = ("capacity", "fragmentation", "leak_alone", "leak_dominates", "own_memory")
+# whose card's accounting shows no memory but the process's own ('own_memory'): nothing beside it held any; and a
+# request no smaller than one of its version that failed alone on the same cards ('tokens_failed_alone').
+INTRINSIC_RULES = ("capacity", "fragmentation", "leak_alone", "leak_dominates", "own_memory", "tokens_failed_alone")
 # A neighbour process counts as a job's (the job may be what starts it, so its OOMs stay in the job's test)
 # when at least this share of the OOMs it explains on an instance fall inside the job's windows there: a process
 # a job starts lives inside the job's runs, a few OOMs just outside them (a run that overran, clocks apart)
