@@ -259,7 +259,8 @@ def _sized(group: pl.DataFrame) -> bool:
     """Whether some OOM of a card shows by its request's size that the request alone was too large (rule
     `capacity`). A message with no request to size (`message_capacity`: little free, nobody else named;
     `own_memory`: the same, the card's accounting showing nobody else) fits a leak or a passing peak as well;
-    such OOMs join a card's finding but do not make one."""
+    such OOMs join a card's finding but do not make one. So do those sized only in tokens against such a message
+    (`tokens_failed_alone`)."""
     return not group.filter(pl.col("rule") == "capacity").is_empty()
 
 
