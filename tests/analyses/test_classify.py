@@ -552,6 +552,28 @@ def test_only_failures_of_size_show_a_cards_edge_or_bound_it_above():
     assert edges["21.96 GiB"]["card_ceiling_bytes"] == round(17.2 * gib)
 
 
+def test_only_a_named_plain_versions_failures_alone_bound_its_tokens():
+    """`_token_edges` over failures on one card: the fewest tokens per version that failed by size with nothing
+    beside it. A failure beside a neighbour, of a leaking version or a pool, or naming no version bounds nothing;
+    neither does one the cache could have served (fragmentation)."""
+    mib = 1 << 20
+    full = {"reserved_unallocated_bytes": 300 * mib, "requested_bytes": 1_200 * mib, "free_bytes": 400 * mib}
+    frag = {**full, "reserved_unallocated_bytes": 3_000 * mib}
+    plain = {"other_bytes": 0, "is_leak": False, "is_preallocated_pool": False, **full}
+    rows = [
+        {"model_version": "v1", "tokens": 100_264, **plain},
+        {"model_version": "v1", "tokens": 120_000, **plain},
+        {"model_version": "v1", "tokens": 90_000, **plain, "other_bytes": 25 << 30},
+        {"model_version": "v1", "tokens": 80_000, **plain, **frag},
+        {"model_version": "v2", "tokens": 70_000, **plain, "is_leak": True},
+        {"model_version": "v3", "tokens": 60_000, **plain, "is_preallocated_pool": True},
+        {"model_version": None, "tokens": 50_000, **plain},
+    ]
+    frame = pl.DataFrame(rows).with_columns(card=pl.lit("39.39 GiB"), cap_bytes=pl.lit(None, pl.Int64))
+    edges = classify._token_edges(frame)
+    assert edges.select("card", "model_version", "tokens_failed_alone").rows() == [("39.39 GiB", "v1", 100_264)]
+
+
 @pytest.mark.parametrize("need", [17.0e9, 18.2e9, 18.3e9, 18.4e9, 19.5e9])
 def test_the_odds_in_a_band_are_the_normal_tail_averaged_over_the_band(need):
     """`_fails_alone` in closed form against the mean of the normal's upper tail over the band, summed."""

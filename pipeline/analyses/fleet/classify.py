@@ -339,9 +339,11 @@ def _token_edges(events: pl.DataFrame) -> pl.DataFrame:
     logs, whose messages state the request's tokens but no memory levels (fleet 107010 of `bench/truth.py --seed
     107000`: 22 requests of agent-5b-int8-v3.5 from 100,264 tokens failed alone on an A100 40 GB; 12 more of
     102,096 to 124,352 tokens, beside the 25.62 GiB of a job's process, had been the job's). A leaking process
-    fails smaller requests as its baseline rises, and a pool fails within itself, so neither bounds the size."""
+    fails smaller requests as its baseline rises, and a pool fails within itself, so neither bounds the size; nor
+    does a failure that names no version, which may be any model."""
     plain = ~pl.col("is_leak").fill_null(False) & ~pl.col("is_preallocated_pool").fill_null(False)
-    failed = (pl.col("other_bytes").fill_null(0) <= 0) & _by_size() & plain & pl.col("tokens").is_not_null()
+    named = pl.col("model_version").is_not_null() & pl.col("tokens").is_not_null()
+    failed = (pl.col("other_bytes").fill_null(0) <= 0) & _by_size() & plain & named
     return (
         events.filter(failed.fill_null(False))
         .group_by("card", "model_version")
