@@ -311,14 +311,18 @@ def _card_edges(events: pl.DataFrame) -> pl.DataFrame:
 
     `card_ceiling_bytes`: the smallest need that failed with nothing at all beside it, an upper bound of what the
     card holds: a need that large did not fit."""
-    nobody = pl.col("other_bytes").fill_null(0) <= 0
-    alone = nobody | (pl.col("neighbours_seen_by") == UNNAMED)
+    alone = _nobody() | (pl.col("neighbours_seen_by") == UNNAMED)
     edge = pl.col("card_limit_bytes") - EDGE_ERRORS * pl.col("need_error_bytes").fill_null(0)
     failed_there = (alone & _by_size() & (pl.col("need_bytes") >= edge)).fill_null(False)
     return events.group_by("card").agg(
         failed_there.any().alias("edge_shown"),
-        pl.col("need_bytes").filter(nobody & _by_size()).min().alias("card_ceiling_bytes"),
+        pl.col("need_bytes").filter(_nobody() & _by_size()).min().alias("card_ceiling_bytes"),
     )
+
+
+def _nobody() -> pl.Expr:
+    """Nothing of known bytes stood beside the process on the card."""
+    return pl.col("other_bytes").fill_null(0) <= 0
 
 
 def _by_size() -> pl.Expr:
@@ -343,7 +347,7 @@ def _token_edges(events: pl.DataFrame) -> pl.DataFrame:
     does a failure that names no version, which may be any model."""
     plain = ~pl.col("is_leak").fill_null(False) & ~pl.col("is_preallocated_pool").fill_null(False)
     named = pl.col("model_version").is_not_null() & pl.col("tokens").is_not_null()
-    failed = (pl.col("other_bytes").fill_null(0) <= 0) & _by_size() & plain & named
+    failed = _nobody() & _by_size() & plain & named
     return (
         events.filter(failed.fill_null(False))
         .group_by("card", "model_version")

@@ -300,12 +300,12 @@ def _pool_thin_jobs(tested: list[dict]) -> None:
     by_job: dict[str, list[dict]] = defaultdict(list)
     for row in tested:
         by_job[row["name"]].append(row)
-    thin = {name: rows for name, rows in by_job.items() if not any(r["affected"] for r in rows)}
-    p_values = [pooled_excess_p([_stratum(r) for r in rows]) for rows in thin.values()]
-    for rows, adjusted in zip(thin.values(), holm(p_values), strict=True):
-        lift = pooled_rate_ratio([_stratum(r) for r in rows])
+    thin = [rows for rows in by_job.values() if not any(r["affected"] for r in rows)]
+    strata = [[_stratum(r) for r in rows] for rows in thin]
+    adjusted = holm([pooled_excess_p(s) for s in strata])
+    for rows, job_strata, p_adjusted in zip(thin, strata, adjusted, strict=True):
         inside = sum(r["ooms_in"] for r in rows)
-        if adjusted >= ALPHA or inside < MIN_OOMS_INSIDE or (lift is not None and lift < MIN_LIFT):
+        if not _passes(p_adjusted, pooled_rate_ratio(job_strata), inside):
             continue
         for row in rows:
             if row["exposure_in"] > 0 and row["ooms_in"] > row["expected_in"] and _lift_ok(row["lift"]):
@@ -417,7 +417,12 @@ def _stratum(row: dict) -> tuple[int, float, int, float]:
 
 def _is_affected(row: dict) -> bool:
     """Significant after correction, with a lift worth acting on (no OOM outside counts as unbounded)."""
-    return row["p_adjusted"] < ALPHA and _lift_ok(row["lift"]) and row["ooms_in"] >= MIN_OOMS_INSIDE
+    return _passes(row["p_adjusted"], row["lift"], row["ooms_in"])
+
+
+def _passes(p_adjusted: float, lift: float | None, ooms_in: int) -> bool:
+    """The bars a job's OOMs inside must clear, on one host or over its hosts together (`_pool_thin_jobs`)."""
+    return p_adjusted < ALPHA and _lift_ok(lift) and ooms_in >= MIN_OOMS_INSIDE
 
 
 def _lift_ok(lift: float | None) -> bool:
