@@ -18,8 +18,9 @@ import polars as pl
 from ..analyses.fleet.allocator_settings import NO_SIGHTINGS, allocator_settings, settings_for
 from ..analyses.fleet.classify import classify_ooms
 from ..analyses.fleet.classify_rules import size
-from ..analyses.fleet.jobs import neighbour_first_seen
+from ..analyses.fleet.jobs import ALPHA, neighbour_first_seen
 from ..analyses.fleet.oom_limits import token_cost
+from ..analyses.fleet.served import served_at_least
 from ..load.sql import sql_text
 from ..units import ooms_text
 from .allocator_advice import fragmentation_step
@@ -250,38 +251,101 @@ def capacity_findings(con: duckdb.DuckDBPyConnection, events: pl.DataFrame) -> l
     if cap.is_empty():
         return []
     cost = token_cost(con).select("model_version", "bytes_per_token", "fixed_bytes")
-    return [
-        _capacity(card, group, cost) for (card,), group in cap.group_by(["card"], maintain_order=True) if _sized(group)
-    ]
+    edges = _token_edges(con, cap)
+    out = []
+    for (card,), group in cap.group_by(["card"], maintain_order=True):
+        shown = edges.join(group.select("instance", "gpu_index").unique(), on=["instance", "gpu_index"])
+        if _sized(group) or not shown.is_empty():
+            out.append(_capacity(card, group, cost, shown))
+    return out
 
 
 def _sized(group: pl.DataFrame) -> bool:
-    """Whether some OOM of a card shows by its request's size that the request alone was too large (rule
+    """Whether some OOM of a card shows by its request's size in bytes that the request alone was too large (rule
     `capacity`). A message with no request to size (`message_capacity`: little free, nobody else named;
     `own_memory`: the same, the card's accounting showing nobody else) fits a leak or a passing peak as well;
-    such OOMs join a card's finding but do not make one. So do those sized only in tokens against such a message
-    (`tokens_failed_alone`)."""
+    such OOMs join a card's finding but make one only where their device's requests show an edge in tokens
+    (`_token_edges`). So do those sized only in tokens against such a message (`tokens_failed_alone`)."""
     return not group.filter(pl.col("rule") == "capacity").is_empty()
 
 
-def _capacity(card: str | None, group: pl.DataFrame, cost: pl.DataFrame) -> Finding:
-    """Requests above the card's demonstrated limit: the token budget per model version and the cap to set."""
+def _token_edges(con: duckdb.DuckDBPyConnection, cap: pl.DataFrame) -> pl.DataFrame:
+    """Per device and model version, of its capacity OOMs sized in tokens only (not by rule `capacity`): the
+    smallest that failed (`tokens`), how many failed (`failed`), how many requests of at least that size succeeded
+    there (`served_at_least`), the largest below it (`served_below`) and all that succeeded (`served`); only those
+    where more failed, and where failures striking regardless of size would have landed that high improbably.
+
+    A card's edge is a size: on a healthy process every request of the version above it fails, bar the few just
+    above it that the scatter of bytes per token lets through. A leak or a passing peak fails a request whatever
+    its size against the others, so requests as large as the smallest failure succeed at other times (earlier in
+    the lifetime, without the peak), and of those sizes more succeed than fail. Where more failed, the size is what
+    failed them, as a byte-sized OOM shows: fleet 109712 of `bench/truth.py --seed 109700`, where a version served
+    only through a text log failed 31 requests from 14,489 tokens on an A10 that served 3 of that size or more
+    (from its request lines) and 2,708 smaller ones.
+
+    Failing where nothing is known to have succeeded proves nothing (a log that writes only its failures), so the
+    failures must also be improbable as chance: were they k of the device's requests drawn regardless of size, all
+    k would fall among the largest (served_at_least + k) of its (served + k) requests with the hypergeometric
+    probability C(served_at_least + k, k) / C(served + k, k), which must be under the job tests' ALPHA."""
+    keys = ["instance", "gpu_index", "model_version"]
+    named = pl.col("tokens").is_not_null() & pl.col("model_version").is_not_null()
+    sized = cap.filter(named & (pl.col("rule") != "capacity"))
+    failed = sized.group_by(keys).agg(pl.col("tokens").min(), pl.len().cast(pl.Int64).alias("failed"))
+    served = served_at_least(con, failed).drop("tokens")
+    joined = failed.with_columns(pl.col("gpu_index").cast(pl.Int32)).join(served, on=keys, how="left")
+    chance = [
+        _all_among_largest(k, n, total)
+        for k, n, total in zip(joined["failed"], joined["served_at_least"], joined["served"], strict=True)
+    ]
+    joined = joined.with_columns(pl.Series("chance", chance, dtype=pl.Float64))
+    return joined.filter((pl.col("failed") > pl.col("served_at_least")) & (pl.col("chance") < ALPHA)).sort(keys)
+
+
+def _all_among_largest(failed: int, larger: int, served: int) -> float:
+    """P(`failed` requests drawn at random from `served` + `failed` all fall among the largest `larger` +
+    `failed`): C(larger + failed, failed) / C(served + failed, failed), in logs (the counts run to millions)."""
+
+    def log_comb(n: int, k: int) -> float:
+        return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+    return math.exp(log_comb(larger + failed, failed) - log_comb(served + failed, failed))
+
+
+def _capacity(card: str | None, group: pl.DataFrame, cost: pl.DataFrame, edges: pl.DataFrame) -> Finding:
+    """Requests above the card's demonstrated limit: the token budget per model version and the cap to set.
+    `edges` (`_token_edges`) are the card's devices whose requests show its edge in tokens."""
     tokens = group["tokens"].drop_nulls()
     peak = _num(group["card_limit_bytes"].max())
     limit = None if peak is None else int(peak)
     budgets = _budgets(group, cost, limit)
-    budget = min(budgets.values()) if budgets else None
+    # a version sized only in tokens: the largest request it served there below its smallest failure
+    served = {
+        row["model_version"]: int(row["served_below"])
+        for row in edges.iter_rows(named=True)
+        if row["model_version"] not in budgets and row["served_below"] is not None
+    }
+    budget = min([*budgets.values(), *served.values()], default=None)
     sized = group.filter(pl.col("tokens").is_not_null()).height
     text = (
         f"{ooms_text(group.height)} where the request alone needed at least the {size(limit)} largest peak "
         f"that succeeded on {card} cards"
+        if limit is not None
+        else f"{ooms_text(group.height)} where the request alone was too large for {card} cards"
     )
+    for row in edges.iter_rows(named=True):
+        text += (
+            f"; on {row['instance']}, {row['failed']} requests of {row['model_version']} from {row['tokens']:,} "
+            f"tokens failed while {row['served_at_least']} that large succeeded of {row['served']:,} served"
+        )
     if not tokens.is_empty():
         low, high, mid = (int(_num(v) or 0) for v in (tokens.min(), tokens.max(), tokens.median()))
         text += f"; the {sized} with request sizes had batch x tokens {low:,} to {high:,} (median {mid:,})"
     if budgets:
         fits = ", ".join(f"{n:,} tokens fit for {v}" for v, n in budgets.items())
         text += f"; on a healthy baseline about {fits}"
+    if served:
+        most = ", ".join(f"{n:,} tokens for {v}" for v, n in served.items())
+        text += f"; the largest served below the smallest failure: {most}"
     if sized < group.height:
         text += f"; {group.height - sized} came from logs without request sizes"
     advice = (
@@ -295,7 +359,7 @@ def _capacity(card: str | None, group: pl.DataFrame, cost: pl.DataFrame) -> Find
         "ooms": group.height,
         "card_limit_bytes": limit,
         "token_budget": budget,
-        "token_budget_by_model_version": budgets,
+        "token_budget_by_model_version": {**budgets, **served},
         "min_failing_tokens": None if tokens.is_empty() else int(_num(tokens.min()) or 0),
         "model_versions": sorted(v for v in group["model_version"].unique().to_list() if v),
     }

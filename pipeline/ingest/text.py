@@ -1,7 +1,7 @@
 """Text logs: every OOM message found becomes an oom_events row (origin `message`); serving engines' start-up
 memory reports, read from the same pass, become engine_memory rows, memory_summary() tables allocator_stats
-rows, lines that set PYTORCH_CUDA_ALLOC_CONF allocator_settings rows, and telemetry pasted into the log (a
-report in a ticket, a shell session) rows of the telemetry tables."""
+rows, lines that set PYTORCH_CUDA_ALLOC_CONF allocator_settings rows, a service's request lines text_requests
+rows, and telemetry pasted into the log (a report in a ticket, a shell session) rows of the telemetry tables."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from ..parse.compression import read_head
 from ..parse.telemetry.block_scan import BlockScanner
 from ..parse.text.envelope import STAMPED, envelope_layout
 from ..parse.text.host_label import host_named_in
+from ..parse.text.request_line import RequestScanner
 from ..parse.text.textlog import log_clock, scan_text_log
 from ..records import Reject, TextOom
 from .alloc_conf import insert_stated
@@ -26,6 +27,7 @@ from .allocator import insert_moments
 from .plausible import split_plausible
 from .telemetry import insert_blocks, insert_engine_memory, startup_scanner
 from .text_readers import ALSO_READ
+from .text_requests import insert_text_requests
 
 # How much of a log tells whether its lines stand in a log store's envelopes.
 ENVELOPE_HEAD_BYTES = 64 * 1024
@@ -70,6 +72,7 @@ def ingest_text_log(
     startup = startup_scanner(options, year)
     summaries = SummaryScanner(startup.clock)
     settings = SettingsScanner(startup.clock)
+    served = RequestScanner(startup.clock)
     blocks = BlockScanner(formats.BLOCKS, clock.zone, options.at)
 
     def on_window(window: Window) -> None:
@@ -77,6 +80,7 @@ def ingest_text_log(
         startup.window(window)
         summaries.window(window)
         settings.window(window)
+        served.window(window)
         blocks.window(window)
         if position is not None:
             position.fraction = window.progress
@@ -87,11 +91,13 @@ def ingest_text_log(
     reports, reports_wrong = split_plausible(startup.reports(), lambda r: r.ts, lambda r: r.line, str)
     moments, moments_wrong = split_plausible(summaries.moments(), lambda m: m.ts, lambda m: m.line, lambda m: "")
     stated, stated_wrong = split_plausible(settings.found, lambda s: s.ts, lambda s: s.line, lambda s: s.variable)
+    lines, lines_wrong = split_plausible(served.found, lambda r: r.ts, lambda r: r.line, lambda r: "request line")
     events = _event_columns(found, source_id, instance, options.model_version)
     rows = load.insert_oom_events(con, events, len(found))
     rows += insert_engine_memory(con, reports, source_id, instance)
     rows += insert_moments(con, moments, source_id, instance, options.at)
     rows += insert_stated(con, stated, source_id, instance)
+    rows += insert_text_requests(con, lines, source_id, instance, options.model_version)
     guesser = clock if clock.guessed is not None else startup.clock
     if guesser.guessed is not None and notes is not None:
         notes.append(
@@ -100,7 +106,8 @@ def ingest_text_log(
     in_blocks, blocks_wrong = insert_blocks(con, path, blocks.found, source_id, options, instance)
     rows += in_blocks
     rejects = sorted(
-        rejects + blocks_wrong + dated_wrong + reports_wrong + moments_wrong + stated_wrong, key=lambda r: r.line or 0
+        rejects + blocks_wrong + dated_wrong + reports_wrong + moments_wrong + stated_wrong + lines_wrong,
+        key=lambda r: r.line or 0,
     )
     return rows, load.insert_rejects(con, source_id, rejects)
 

@@ -36,6 +36,7 @@ LAKE_TABLES: dict[str, str | None] = {
     "engine_memory": "ts",
     "allocator_stats": "ts",
     "allocator_settings": "ts",
+    "text_requests": "ts",
     "rejects": None,
     "calendar_rules": None,
     "job_occurrences": "start_ts",

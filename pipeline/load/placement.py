@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 
+from ..config import IngestOptions
 from .oom_links import Event, is_placed
 from .sql import sql_text
 
@@ -50,13 +51,22 @@ class Source:
     source_id: int
     folder: str
     devices: frozenset[str]
+    name: str = ""  # the instance its name stands for when it names none (IngestOptions.instance_for)
+    kind: str = ""  # the rest of its file name after `name`: `.log.gz` for `a10-02.log.gz`
+
+    @property
+    def sort(self) -> tuple[str, str]:
+        """Its folder and kind: files of one sort in one folder are named alike."""
+        return self.folder, self.kind
 
 
 def read_sources(con: duckdb.DuckDBPyConnection) -> list[Source]:
     out = []
     for source_id, path, instances in con.execute(sql_text("select_source_instances")).fetchall():
         named = frozenset(i for i in instances or () if is_placed(i, path))
-        out.append(Source(source_id, str(Path(path).parent), named))
+        name, file = IngestOptions().instance_for(path), Path(path).name
+        kind = file[len(name) :] if file.startswith(name) else file
+        out.append(Source(source_id, str(Path(path).parent), named, name, kind))
     return out
 
 
@@ -72,8 +82,16 @@ def place_sources(sources: list[Source], events: list[Event]) -> dict[int, tuple
             for s in event.sightings:
                 linked[s.source_id].add(event.instance)
     by_folder: dict[str, set[str]] = defaultdict(set)
+    # files of one sort named after the devices they are on (`a10-01.log.gz` on a10-01, `a10-02.log.gz` beside it):
+    # there a file's name is its device, not a sibling's (fleet 109712 of bench/truth.py: a10-02's log, and the
+    # request logs of three MI300X hosts, had been put on a10-01, the one device their folders' files were linked
+    # to). A capture folder's printouts are of another sort than the request log named after its device.
+    by_name: set[tuple[str, str]] = set()
     for source in sources:
-        by_folder[source.folder] |= source.devices or linked.get(source.source_id, set())
+        devices = source.devices or linked.get(source.source_id, set())
+        by_folder[source.folder] |= devices
+        if source.name in devices:
+            by_name.add(source.sort)
     placed: dict[int, tuple[str | None, str]] = {}
     for source in sources:
         own, folder = linked.get(source.source_id, set()), by_folder[source.folder]
@@ -81,7 +99,7 @@ def place_sources(sources: list[Source], events: list[Event]) -> dict[int, tuple
             placed[source.source_id] = (None, "its rows")
         elif len(own) == 1:
             placed[source.source_id] = (next(iter(own)), "its OOMs")
-        elif not own and len(folder) == 1:
+        elif not own and len(folder) == 1 and source.sort not in by_name:
             placed[source.source_id] = (next(iter(folder)), "its folder")
         else:
             placed[source.source_id] = (None, "its name")

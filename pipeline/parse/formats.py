@@ -267,9 +267,18 @@ FORMATS: tuple[Format, ...] = (
         TEXT_FAMILY,
         _always,
         "oomlab.ingest.text:load_job",
-        ("oom_events", "engine_memory", "allocator_stats", "allocator_settings", GPU_SAMPLES, PROCESS_SAMPLES),
+        (
+            "oom_events",
+            "engine_memory",
+            "allocator_stats",
+            "allocator_settings",
+            "text_requests",
+            GPU_SAMPLES,
+            PROCESS_SAMPLES,
+        ),
         # a paste of telemetry the block readers did not take (a dcgmi table, a scrape) is text that yields none
-        looked_for="OOM message, engine start-up memory report, memory_summary() table or pasted GPU telemetry",
+        looked_for="OOM message, request line, engine start-up memory report, memory_summary() table or pasted GPU "
+        "telemetry",
     ),
 )
 BY_NAME: dict[str, Format] = {fmt.name: fmt for fmt in FORMATS}

@@ -15,6 +15,7 @@ SELECT * FROM (VALUES
     ('engine_memory', (SELECT count(*) FROM engine_memory WHERE ts < (SELECT before_ts FROM cut))),
     ('allocator_stats', (SELECT count(*) FROM allocator_stats WHERE ts < (SELECT before_ts FROM cut))),
     ('allocator_settings', (SELECT count(*) FROM allocator_settings WHERE ts < (SELECT before_ts FROM cut))),
+    ('text_requests', (SELECT count(*) FROM text_requests WHERE ts < (SELECT before_ts FROM cut))),
     ('job_occurrences', (SELECT count(*) FROM job_occurrences WHERE end_ts < (SELECT before_ts FROM cut))),
     ('snapshots', (SELECT count(*) FROM snapshots WHERE snapshot_id IN (SELECT snapshot_id FROM old_snapshots))),
     ('snapshot_ooms', (SELECT count(*) FROM snapshot_ooms WHERE snapshot_id IN (SELECT snapshot_id FROM old_snapshots))),

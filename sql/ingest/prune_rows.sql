@@ -10,6 +10,7 @@ DELETE FROM engine_samples WHERE ts < (SELECT before_ts FROM prune_cutoff);
 DELETE FROM engine_memory WHERE ts < (SELECT before_ts FROM prune_cutoff);
 DELETE FROM allocator_stats WHERE ts < (SELECT before_ts FROM prune_cutoff);
 DELETE FROM allocator_settings WHERE ts < (SELECT before_ts FROM prune_cutoff);
+DELETE FROM text_requests WHERE ts < (SELECT before_ts FROM prune_cutoff);
 DELETE FROM job_occurrences WHERE end_ts < (SELECT before_ts FROM prune_cutoff);
 -- an OOM event kept (dated on or after the cut, or undated) no longer points at a snapshot that is gone
 UPDATE oom_events SET snapshot_id = NULL WHERE snapshot_id IN (SELECT snapshot_id FROM prune_snapshots);

@@ -7,6 +7,7 @@ LEFT JOIN (
     UNION ALL SELECT source_id, instance FROM oom_events
     UNION ALL SELECT source_id, instance FROM allocator_stats
     UNION ALL SELECT source_id, instance FROM allocator_settings
+    UNION ALL SELECT source_id, instance FROM text_requests
     UNION ALL SELECT source_id, instance FROM snapshots
     UNION ALL SELECT source_id, instance FROM gpu_samples
     UNION ALL SELECT source_id, instance FROM gpu_process_samples

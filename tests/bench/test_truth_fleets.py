@@ -305,18 +305,19 @@ def test_a_text_only_hosts_requests_are_sized_by_those_of_their_version_that_fai
     assert by_tokens.height == 12 and by_tokens["tokens"].min() == 102_096
 
 
-@pytest.mark.xfail(strict=True, reason="open: message-only OOMs sized only in tokens make no capacity finding")
 def test_a_capacity_seen_only_in_a_text_log_makes_a_finding(tmp_path: Path) -> None:
     """Fleet 109712 (from `--seed 109700`; shapes echo, overlap, cards): support-7b-v3.1 runs only on a10-02, which
     writes a text log, so no token-cost line sizes it in bytes. Its 31 planted capacity OOMs are all classified
-    capacity (30 `own_memory` from 14,489 tokens, 1 `tokens_failed_alone`), but a card's capacity finding needs one
-    OOM sized in bytes (`findings.causes._sized`), so the A10's capacity is missed. The text log's request lines
-    (`done status=200 ... batch=8 prompt_tokens=... max_new_tokens=...`) would show the largest request served;
-    they are not read as requests."""
+    capacity (30 `own_memory` from 14,489 tokens, 1 `tokens_failed_alone`), but no OOM is sized in bytes
+    (`findings.causes._sized`). The text log's request lines (`done status=200 ... batch=8 prompt_tokens=...
+    max_new_tokens=...`, text_requests) show the edge in tokens: 31 failed from 14,489 tokens, 3 that large
+    succeeded, the largest below it 14,464 tokens, which the finding gives as the version's budget."""
     truths, found, _times = truth.run_fleet(109712, tmp_path)
     classified = _classified_with_planted(tmp_path, 109712).filter(pl.col("cause_planted") == "capacity")
     assert classified.height == 31 and (classified["cause"] == "capacity").all()
     assert truth.score(truths, found).missed == []
+    (a10,) = [f for f in found if f["kind"] == "capacity" and f["metrics"]["card"] == "21.96 GiB"]
+    assert a10["metrics"]["token_budget_by_model_version"]["support-7b-v3.1"] == 14_464
 
 
 @pytest.mark.xfail(strict=True, reason="open: a message's floor reads the generator's allocator gap as a leak")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -141,21 +143,54 @@ def test_oom_messages_without_request_sizes_make_no_capacity_finding(tmp_path) -
     else (rule own_memory: the card's accounting shows only its own memory), which a leak or a passing peak
     explains as well as a request too large for the card. Alone they make no capacity finding (harness fleet
     31026 reported one for its leaking A10s); beside request logs that size requests they join the card's
-    (tests/golden)."""
-    from oomlab import api
+    (tests/golden). Here the log is cut to its OOMs and the failed requests' lines, as a service that logs only
+    its failures writes it (the full log: `test_a_text_logs_request_lines_show_the_cards_edge`)."""
     from oomlab.analyses.fleet.classify import classify_ooms
-    from oomlab.config import IngestOptions
     from oomlab.findings.causes import capacity_findings
 
-    db = tmp_path / "a10-06.duckdb"
-    api.ingest(db, [str(FLEET / "textlogs" / "a10-06.log.gz")], IngestOptions())
-    con = duckdb.connect(str(db), read_only=True)
+    with gzip.open(FLEET / "textlogs" / "a10-06.log.gz", "rt") as handle:
+        kept = [line for line in handle if "done status=200" not in line]
+    log = tmp_path / "a10-06.log"
+    log.write_text("".join(kept))
+    con = _ingested(tmp_path, log)
     try:
         events = classify_ooms(con)
         assert events.filter(pl.col("rule") == "own_memory").height == 54
         assert capacity_findings(con, events) == []
     finally:
         con.close()
+
+
+def test_a_text_logs_request_lines_show_the_cards_edge(tmp_path) -> None:
+    """The same log whole: its request lines (text_requests) say what a10-06 served. Of each version's requests at
+    least as large as its smallest capacity OOM, more failed than succeeded: the card's edge in tokens, which a
+    leak's failures do not show (tests/analyses/test_served.py). The finding holds the 59 OOMs the sample fleet
+    planted as capacity on a10-06 (sample_logs/fleet/oom_causes.csv.gz), and each version's budget is the largest
+    request it served there below its smallest failure."""
+    from oomlab.analyses.fleet.classify import classify_ooms
+    from oomlab.findings.causes import capacity_findings
+
+    con = _ingested(tmp_path, FLEET / "textlogs" / "a10-06.log.gz")
+    try:
+        (finding,) = capacity_findings(con, classify_ooms(con))
+    finally:
+        con.close()
+    assert finding.metrics["ooms"] == 59
+    assert finding.metrics["token_budget_by_model_version"] == {"assist-1.8b-v1.4": 46_384, "assist-1.8b-v1.6": 46_512}
+    assert finding.metrics["token_budget"] == 46_384
+    assert "on a10-06, 45 requests of assist-1.8b-v1.4 from 46,784 tokens failed while 0 that large succeeded of " in (
+        finding.evidence
+    )
+    assert "14 requests of assist-1.8b-v1.6 from 47,520 tokens failed" in finding.evidence
+
+
+def _ingested(tmp_path: Path, log: Path) -> duckdb.DuckDBPyConnection:
+    from oomlab import api
+    from oomlab.config import IngestOptions
+
+    db = tmp_path / "a10-06.duckdb"
+    api.ingest(db, [str(log)], IngestOptions())
+    return duckdb.connect(str(db), read_only=True)
 
 
 def test_a_window_says_how_many_ooms_without_a_time_it_left_out(demo_result):

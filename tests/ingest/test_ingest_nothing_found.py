@@ -14,8 +14,8 @@ def test_a_text_file_without_anything_oomlab_reads(run_cli, sql, db) -> None:
     assert result.exit_code == 0, result.output
     assert "nothing found" in result.stdout and "1 with nothing found" in result.stdout
     note = (
-        "nothing found: a text file of 3 lines, no OOM message, engine start-up memory report, memory_summary() "
-        "table or pasted GPU telemetry"
+        "nothing found: a text file of 3 lines, no OOM message, request line, engine start-up memory report, "
+        "memory_summary() table or pasted GPU telemetry"
     )
     assert f"{versions}: {note}" in result.stderr
     rows = sql("SELECT path, rows, rejects, note FROM sources ORDER BY source_id")

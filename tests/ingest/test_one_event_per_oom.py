@@ -9,6 +9,7 @@ every snapshot whose trace still holds it.
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import duckdb
@@ -18,7 +19,7 @@ from oomlab import api
 from oomlab.config import IngestOptions
 from oomlab.load import oom_links
 
-from conftest import CASES, H200
+from conftest import CASES, H200, read_jsonl_gz
 
 # folder -> (real OOMs, the instance the events are on, the cause findings must name) from the README
 FOLDERS = {
@@ -247,3 +248,36 @@ def test_messages_of_two_allocators_are_two_failures(tmp_path, first: str, secon
     finally:
         con.close()
     assert sightings == (2, 2) and events == (2,)
+
+
+def test_a_file_named_like_its_siblings_is_on_the_device_its_name_says(tmp_path, run_cli):
+    """A folder of one request log per host, each named after its host (fleet 109712 of bench/truth.py: a10-01's
+    and three MI300X hosts' logs side by side). requests/gpu-b-1.jsonl.gz is the real serve_mixed log, tied to
+    gpu-b-1 by its OOMs, which its messages (messages/oom_messages.txt.gz) saw too; requests/gpu-a-0.jsonl.gz is
+    the real serve_leak log cut of its `instance` field, so only its name says where it ran. It is not put on
+    gpu-b-1, the one device its folder's other file is on: that file's name is its device, so this one's is
+    its. A capture folder's printouts are of another sort than its request log and are still placed by it
+    (`test_a_capture_folder_is_one_device`)."""
+    requests, messages = tmp_path / "requests", tmp_path / "messages"
+    requests.mkdir()
+    messages.mkdir()
+    (requests / "gpu-b-1.jsonl.gz").write_bytes((H200 / "serve_mixed" / "requests.jsonl.gz").read_bytes())
+    (messages / "oom_messages.txt.gz").write_bytes((H200 / "serve_mixed" / "oom_messages.txt.gz").read_bytes())
+    rows = read_jsonl_gz(H200 / "serve_leak" / "requests.jsonl.gz")
+    cut = "".join(json.dumps({k: v for k, v in r.items() if k != "instance"}) + "\n" for r in rows)
+    (requests / "gpu-a-0.jsonl.gz").write_bytes(gzip.compress(cut.encode()))
+    db = tmp_path / "hosts.duckdb"
+    _ingest(run_cli, db, [requests, messages])
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        placed = con.execute(
+            "SELECT split_part(s.path, '/', -1), p.instance, p.placed_by FROM source_placements AS p "
+            "JOIN sources AS s USING (source_id) ORDER BY 1"
+        ).fetchall()
+    finally:
+        con.close()
+    assert placed == [
+        ("gpu-a-0.jsonl.gz", None, "its name"),
+        ("gpu-b-1.jsonl.gz", "gpu-b-1", "its OOMs"),
+        ("oom_messages.txt.gz", "gpu-b-1", "its OOMs"),
+    ]

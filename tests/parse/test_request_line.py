@@ -9,7 +9,7 @@ import gzip
 
 import pytest
 
-from oomlab.parse.text.request_line import request_fields
+from oomlab.parse.text.request_line import REQUEST_FINDER, RequestScanner, logged_request, request_fields, succeeded
 from oomlab.parse.text.textlog import REQUEST_REACH, scan_text_log
 from oomlab.records import TextOom
 
@@ -61,6 +61,57 @@ def test_a_line_without_a_request_size_is_no_request_line(line):
 
 def test_a_line_about_a_request_that_succeeded_is_not_the_failing_one():
     assert request_fields("gpu-a-0-00046 done status=200 model=llama-mini-v2 batch=4 prompt_tokens=512") == {}
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        (
+            "2026-11-30T01:49:36.1 INFO gpu-a-0-00046 done status=200 model=llama-mini-v2 batch=4 prompt_tokens=1024 "
+            "max_new_tokens=16 latency_ms=1480.1",
+            {
+                "request_id": None,
+                "status": "200",
+                "model_version": "llama-mini-v2",
+                "batch_size": "4",
+                "input_sequence_length": "1024",
+                "output_sequence_length": "16",
+                "latency_ms": "1480.1",
+            },
+        ),
+        (
+            '{"req_id": "r-9", "state": "ok", "bs": 2, "input_len": 64, "duration_ms": 12}',
+            {"request_id": "r-9", "status": "ok", "batch_size": "2", "input_sequence_length": "64", "latency_ms": "12"},
+        ),
+        ("status=500 batch=8 latency_ms=-3", {"status": "500", "batch_size": "8"}),  # no latency is negative
+    ],
+)
+def test_a_request_line_states_its_outcome_and_latency(line, expected):
+    assert logged_request(line) == {k: v for k, v in expected.items() if v is not None}
+
+
+@pytest.mark.parametrize(("status", "ok"), [("200", True), ("ok", True), ("Done", True), ("500", False), (None, False)])
+def test_only_a_status_of_success_says_a_request_succeeded(status, ok):
+    assert succeeded(status) is ok
+
+
+def test_the_scan_keeps_request_lines_that_state_how_the_request_ended(tmp_path):
+    """A line naming tokens with no outcome (a throughput report, `finished` with no status) is no request line;
+    one that states a status with no size is none either (an HTTP access line)."""
+    log = tmp_path / "server.log"
+    log.write_text(
+        "2026-11-30T01:49:36 INFO r-1 done status=200 model=m batch=4 prompt_tokens=1024\n"
+        "2026-11-30T01:49:37 INFO request r-2 finished in 12 ms, prompt_tokens=77 completion_tokens=3\n"
+        "2026-11-30T01:49:38 INFO GET /health status=200 latency_ms=1\n"
+        "2026-11-30T01:49:39 ERROR r-3 failed status=500 model=m batch=8 prompt_tokens=4096\n"
+    )
+    scanner = RequestScanner(lambda text: None)
+    for _ in scan_text_log(log, on_window=scanner.window, also=[REQUEST_FINDER]):
+        pass
+    assert [(r.line, r.fields["status"], r.fields["batch_size"]) for r in scanner.found] == [
+        (1, "200", "4"),
+        (4, "500", "8"),
+    ]
 
 
 def _message() -> str:

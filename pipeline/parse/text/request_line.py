@@ -1,17 +1,26 @@
-"""The request an OOM message in a text log failed: the line a service logs about it just before the traceback
-(`req-27 failed status=500 model=chat-7b batch=16 prompt_tokens=5168 max_new_tokens=95`, or the same as JSON).
+"""Request lines in a text log: the line a service logs about each request (`req-27 failed status=500
+model=chat-7b batch=16 prompt_tokens=5168 max_new_tokens=95`, `req-28 done status=200 ...`, or the same as JSON).
 
-A log that states no memory levels still says what the failing request was: its model and its size. With them an
-OOM seen only in a text log can be judged as one in a request log is: would this request have fit on the model's
-healthy baseline on this card? The keys are the request log's field names and their aliases (`fields.FIELDS`), so
-a name that works in a request log works here.
+A log that states no memory levels still says what its requests were: their model, their size, how they ended. The
+one just before an OOM's traceback is the request that failed (`request_fields`): with it an OOM seen only in a
+text log can be judged as one in a request log is, would this request have fit on the model's healthy baseline on
+this card? All of them (`RequestScanner`) say what the device served, and how large. The keys are the request
+log's field names and their aliases (`fields.FIELDS`), so a name that works in a request log works here.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ...fields import FIELDS, normalise_name
+from .textscan import MarkerFinder, line_text
+
+if TYPE_CHECKING:
+    from .textscan import Window
 
 # What a request line may say of the request; sizes and names only (its time is the message's own).
 CONTEXT_FIELDS: tuple[str, ...] = (
@@ -26,6 +35,9 @@ _NAMES: dict[str, str] = {
     normalise_name(alias): f.name for f in FIELDS if f.name in CONTEXT_FIELDS for alias in (f.name, *f.aliases)
 }
 _STATUS_NAMES = frozenset(normalise_name(a) for f in FIELDS if f.name == "status" for a in (f.name, *f.aliases))
+_LATENCY_NAMES = frozenset(normalise_name(a) for f in FIELDS if f.name == "latency_ms" for a in (f.name, *f.aliases))
+# every key a request line is read by (normalised) -> its field
+_FIELD_OF = {**_NAMES, **dict.fromkeys(_LATENCY_NAMES, "latency_ms"), **dict.fromkeys(_STATUS_NAMES, "status")}
 # `key=value` (logfmt, quoted or bare) and `"key": value` (JSON): a key starts a word, so `x_batch=` is not `batch=`
 _PAIR = re.compile(
     r"""(?<![\w.])(?P<key>[A-Za-z_][\w.]*)=(?:"(?P<quoted>[^"]*)"|(?P<bare>[^\s,;"]+))"""
@@ -34,22 +46,76 @@ _PAIR = re.compile(
 # A status that says the request succeeded: that line is about another request, not the one that failed.
 _SUCCESS = re.compile(r"^(?:2\d\d|ok|success|succeeded|done|completed?|finished)$", re.IGNORECASE)
 _INT = re.compile(r"^\d{1,9}$")  # a size a request can have: 9 digits are a billion tokens
+_LATENCY = re.compile(r"^\d{1,12}(?:\.\d{1,9})?$")  # milliseconds as a log writes them: no sign, no exponent
+# The lines that may say how a request ended: they name a status as a key (`status=`, `"status":`, or an alias);
+# `RequestScanner` keeps those that state a size too. A status, not a size, marks them: a log's lines that only
+# mention tokens (throughput reports, a request "finished" with no outcome) are many and say nothing of success.
+_STATUS_KEYS = tuple(
+    dict.fromkeys(
+        spelling
+        for f in FIELDS
+        if f.name == "status"
+        for alias in (f.name, *f.aliases)
+        for spelling in (alias, normalise_name(alias))
+    )
+)
+REQUEST_FINDER = MarkerFinder([m for key in _STATUS_KEYS for m in (f"{key}=".encode(), f'"{key}"'.encode())])
 
 
 def request_fields(line: str) -> dict[str, str] | None:
-    """The request a line describes (canonical field -> value as written); None when the line is no request
-    line (it states none of a request's sizes); empty when it is one about a request that succeeded (a line
-    about another request: the failing one logged none before its traceback)."""
+    """The request a line describes (canonical field -> value as written, of CONTEXT_FIELDS); None when the line
+    is no request line (it states none of a request's sizes); empty when it is one about a request that succeeded
+    (a line about another request: the failing one logged none before its traceback)."""
+    found = logged_request(line)
+    if found is None:
+        return None
+    if succeeded(found.get("status")):
+        return {}
+    return {name: value for name, value in found.items() if name in CONTEXT_FIELDS}
+
+
+def logged_request(line: str) -> dict[str, str] | None:
+    """Everything a request line states (canonical field -> value as written): CONTEXT_FIELDS, `status` and
+    `latency_ms`, the first of each; None when the line states none of a request's sizes."""
     found: dict[str, str] = {}
     for match in _PAIR.finditer(line):
-        key = normalise_name(match.group("key") or match.group("jkey"))
-        value = next(v for v in match.group("quoted", "bare", "jstring", "jnumber") if v is not None)
-        if key in _STATUS_NAMES and _SUCCESS.match(value.strip()):
-            return {}
-        name = _NAMES.get(key)
+        name = _FIELD_OF.get(normalise_name(match.group("key") or match.group("jkey")))
         if name is None or name in found:
             continue
-        if name in _SIZES and not _INT.match(value):
+        value = match.group(match.lastgroup or "bare")  # the value's group is the last one each alternative matches
+        if (name in _SIZES and not _INT.match(value)) or (name == "latency_ms" and not _LATENCY.match(value)):
             continue
-        found[name] = value
+        found[name] = value.strip() if name == "status" else value
     return found if _SIZES & found.keys() else None
+
+
+def succeeded(status: str | None) -> bool:
+    """Does a request line's status say the request succeeded? (No status says nothing: False.)"""
+    return status is not None and _SUCCESS.match(status) is not None
+
+
+@dataclass(frozen=True)
+class LoggedRequest:
+    """One request line of a text log: its number, its time (None where the line states none) and its fields."""
+
+    line: int
+    ts: datetime | None
+    fields: dict[str, str]
+
+
+@dataclass
+class RequestScanner:
+    """Reads the request lines that state how the request ended from the windows of a text log's OOM scan
+    (`scan_text_log(on_window=...)`, `also=[REQUEST_FINDER]`); `clock` gives a line its time."""
+
+    clock: Callable[[str], datetime | None]
+    found: list[LoggedRequest] = field(default_factory=list)
+
+    def window(self, window: Window) -> None:
+        buf = window.buf
+        for start, line in window.marked(REQUEST_FINDER):
+            end = buf.find(b"\n", start, len(buf))
+            text = line_text(buf, start, len(buf) if end < 0 else end, REQUEST_FINDER)
+            fields = logged_request(text)
+            if fields is not None and "status" in fields:
+                self.found.append(LoggedRequest(line, self.clock(text), fields))
