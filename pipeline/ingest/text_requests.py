@@ -34,8 +34,8 @@ def insert_text_requests(
         "request_id": pa.array([f.get("request_id") for f in fields], pa.string()),
         "status": pa.array([f.get("status") for f in fields], pa.string()),
         "succeeded": pa.array([succeeded(f.get("status")) for f in fields], pa.bool_()),
-        "latency_ms": pa.array([_number(f.get("latency_ms")) for f in fields], pa.float64()),
-        **{name: pa.array([_number(f.get(name)) for f in fields], pa.int64()) for name in _SIZES},
+        "latency_ms": pa.array([_number(f.get("latency_ms"), float) for f in fields], pa.float64()),
+        **{name: pa.array([_number(f.get(name), int) for f in fields], pa.int64()) for name in _SIZES},
     }
     con.register("new_text_requests", pa.table(columns))
     try:
@@ -45,6 +45,6 @@ def insert_text_requests(
     return len(found)
 
 
-def _number(value: str | None) -> float | None:
-    """A size or latency as written (request_line keeps only plain decimals)."""
-    return None if value is None else float(value)
+def _number(value: str | None, kind: type[int] | type[float]) -> int | float | None:
+    """A size (int) or latency (float) as written: request_line keeps only plain decimals, whole ones for sizes."""
+    return None if value is None else kind(value)

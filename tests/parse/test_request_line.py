@@ -61,6 +61,7 @@ def test_a_line_without_a_request_size_is_no_request_line(line):
 
 def test_a_line_about_a_request_that_succeeded_is_not_the_failing_one():
     assert request_fields("gpu-a-0-00046 done status=200 model=llama-mini-v2 batch=4 prompt_tokens=512") == {}
+    assert request_fields('"GET /health HTTP/1.1" status=200') == {}  # no size: still another request's line
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ...fields import FIELDS, normalise_name
-from .textscan import MarkerFinder, line_text
+from .textscan import MarkerFinder
 
 if TYPE_CHECKING:
     from .textscan import Window
@@ -66,17 +66,23 @@ def request_fields(line: str) -> dict[str, str] | None:
     """The request a line describes (canonical field -> value as written, of CONTEXT_FIELDS); None when the line
     is no request line (it states none of a request's sizes); empty when it is one about a request that succeeded
     (a line about another request: the failing one logged none before its traceback)."""
-    found = logged_request(line)
-    if found is None:
-        return None
+    found = _stated(line)
     if succeeded(found.get("status")):
-        return {}
+        return {}  # a line that says a request succeeded, with or without its size
+    if not _SIZES & found.keys():
+        return None
     return {name: value for name, value in found.items() if name in CONTEXT_FIELDS}
 
 
 def logged_request(line: str) -> dict[str, str] | None:
     """Everything a request line states (canonical field -> value as written): CONTEXT_FIELDS, `status` and
     `latency_ms`, the first of each; None when the line states none of a request's sizes."""
+    found = _stated(line)
+    return found if _SIZES & found.keys() else None
+
+
+def _stated(line: str) -> dict[str, str]:
+    """The request fields a line states (`logged_request`), sizes or not."""
     found: dict[str, str] = {}
     for match in _PAIR.finditer(line):
         name = _FIELD_OF.get(normalise_name(match.group("key") or match.group("jkey")))
@@ -86,7 +92,7 @@ def logged_request(line: str) -> dict[str, str] | None:
         if (name in _SIZES and not _INT.match(value)) or (name == "latency_ms" and not _LATENCY.match(value)):
             continue
         found[name] = value.strip() if name == "status" else value
-    return found if _SIZES & found.keys() else None
+    return found
 
 
 def succeeded(status: str | None) -> bool:
@@ -112,10 +118,7 @@ class RequestScanner:
     found: list[LoggedRequest] = field(default_factory=list)
 
     def window(self, window: Window) -> None:
-        buf = window.buf
-        for start, line in window.marked(REQUEST_FINDER):
-            end = buf.find(b"\n", start, len(buf))
-            text = line_text(buf, start, len(buf) if end < 0 else end, REQUEST_FINDER)
+        for line, text in window.marked_lines(REQUEST_FINDER):
             fields = logged_request(text)
             if fields is not None and "status" in fields:
                 self.found.append(LoggedRequest(line, self.clock(text), fields))
