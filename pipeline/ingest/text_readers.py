@@ -1,6 +1,6 @@
 """The readers that share one search of a text log (OOM messages, serving engines' start-up memory reports,
-memory_summary() tables, allocator settings, request lines), and that search started ahead of the ingest: this
-module loads no DuckDB."""
+memory_summary() tables, allocator settings), and that search started ahead of the ingest: this module loads no
+DuckDB."""
 
 from __future__ import annotations
 
@@ -12,12 +12,11 @@ from ..parse.allocator import SUMMARY_FINDER
 from ..parse.telemetry.block_scan import block_finder
 from ..parse.telemetry.startup import FINDER as STARTUP_FINDER
 from ..parse.text import textscan
-from ..parse.text.request_line import REQUEST_FINDER
 from ..parse.text.textlog import OOM_FINDER
 from ..parse.text.textscan import SearchAhead
 
 # The readers beside the OOM scan's own (`scan_text_log(also=...)`)
-ALSO_READ = (STARTUP_FINDER, SUMMARY_FINDER, SETTINGS_FINDER, REQUEST_FINDER, block_finder(formats.BLOCKS))
+ALSO_READ = (STARTUP_FINDER, SUMMARY_FINDER, SETTINGS_FINDER, block_finder(formats.BLOCKS))
 
 
 def search_text_log_ahead(path: str | Path) -> SearchAhead | None:

@@ -9,7 +9,7 @@ import gzip
 
 import pytest
 
-from oomlab.parse.text.request_line import REQUEST_FINDER, RequestScanner, logged_request, request_fields, succeeded
+from oomlab.parse.text.request_line import RequestScanner, logged_request, request_fields, succeeded
 from oomlab.parse.text.textlog import REQUEST_REACH, scan_text_log
 from oomlab.records import TextOom
 
@@ -107,7 +107,7 @@ def test_the_scan_keeps_request_lines_that_state_how_the_request_ended(tmp_path)
         "2026-11-30T01:49:39 ERROR r-3 failed status=500 model=m batch=8 prompt_tokens=4096\n"
     )
     scanner = RequestScanner(lambda text: None)
-    for _ in scan_text_log(log, on_window=scanner.window, also=[REQUEST_FINDER]):
+    for _ in scan_text_log(log, on_window=scanner.window):
         pass
     assert [(r.line, r.fields["status"], r.fields["batch_size"]) for r in scanner.found] == [
         (1, "200", "4"),

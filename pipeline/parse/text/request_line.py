@@ -10,6 +10,7 @@ log's field names and their aliases (`fields.FIELDS`), so a name that works in a
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ...fields import FIELDS, normalise_name
-from .textscan import MarkerFinder
+from .textscan import LINE_TEXT_BYTES
 
 if TYPE_CHECKING:
     from .textscan import Window
@@ -59,7 +60,12 @@ _STATUS_KEYS = tuple(
         for spelling in (alias, normalise_name(alias))
     )
 )
-REQUEST_FINDER = MarkerFinder([m for key in _STATUS_KEYS for m in (f"{key}=".encode(), f'"{key}"'.encode())])
+# One C-speed search of a window's bytes for those keys: in a log that writes a line per request every line holds
+# one, so the marker search's per-line bookkeeping (textscan), made for a few OOM messages, would cost more than
+# reading the lines.
+_STATUS_KEY = re.compile(
+    b"|".join(re.escape(m) for key in _STATUS_KEYS for m in (f"{key}=".encode(), f'"{key}"'.encode()))
+)
 
 
 def request_fields(line: str) -> dict[str, str] | None:
@@ -84,15 +90,22 @@ def logged_request(line: str) -> dict[str, str] | None:
 def _stated(line: str) -> dict[str, str]:
     """The request fields a line states (`logged_request`), sizes or not."""
     found: dict[str, str] = {}
-    for match in _PAIR.finditer(line):
-        name = _FIELD_OF.get(normalise_name(match.group("key") or match.group("jkey")))
+    # findall's tuples, not match objects: a log that writes a line per request has millions of them
+    for key, quoted, bare, jkey, jstring, jnumber in _PAIR.findall(line):
+        name = _field_of(key or jkey)
         if name is None or name in found:
             continue
-        value = match.group(match.lastgroup or "bare")  # the value's group is the last one each alternative matches
+        value = quoted or bare or jstring or jnumber  # one alternative matched: the others are ""
         if (name in _SIZES and not _INT.match(value)) or (name == "latency_ms" and not _LATENCY.match(value)):
             continue
         found[name] = value.strip() if name == "status" else value
     return found
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _field_of(key: str) -> str | None:
+    """The field a key names (its normalised spelling, `_FIELD_OF`), None for none."""
+    return _FIELD_OF.get(normalise_name(key))
 
 
 def succeeded(status: str | None) -> bool:
@@ -112,13 +125,24 @@ class LoggedRequest:
 @dataclass
 class RequestScanner:
     """Reads the request lines that state how the request ended from the windows of a text log's OOM scan
-    (`scan_text_log(on_window=...)`, `also=[REQUEST_FINDER]`); `clock` gives a line its time."""
+    (`scan_text_log(on_window=...)`); `clock` gives a line its time."""
 
     clock: Callable[[str], datetime | None]
     found: list[LoggedRequest] = field(default_factory=list)
 
     def window(self, window: Window) -> None:
-        for line, text in window.marked_lines(REQUEST_FINDER):
+        region = bytes(window.buf[window.lo : window.hi])  # whole lines
+        line, counted, after = window.line, 0, 0
+        for match in _STATUS_KEY.finditer(region):
+            if match.start() < after:
+                continue  # another key on the line just read
+            start = region.rfind(b"\n", 0, match.start()) + 1
+            end = region.find(b"\n", match.start())
+            after = len(region) if end < 0 else end
+            line += region.count(b"\n", counted, start)
+            counted = start
+            # a request line is short: a longer one is read by its head, so no line costs more than that
+            text = region[start : min(after, start + LINE_TEXT_BYTES)].decode("utf-8", errors="replace")
             fields = logged_request(text)
             if fields is not None and "status" in fields:
                 self.found.append(LoggedRequest(line, self.clock(text), fields))
