@@ -12,6 +12,7 @@ import duckdb
 
 from ..config import IngestOptions
 from ..load import tables as load
+from ..load.settings import TS_EARLIEST, TS_LATEST
 from ..parse import formats
 from ..parse.alloc_conf import SettingsScanner
 from ..parse.allocator import SummaryScanner
@@ -19,7 +20,7 @@ from ..parse.compression import read_head
 from ..parse.telemetry.block_scan import BlockScanner
 from ..parse.text.envelope import STAMPED, envelope_layout
 from ..parse.text.host_label import host_named_in
-from ..parse.text.request_line import RequestScanner
+from ..parse.text.request_lines import RequestScanner
 from ..parse.text.textlog import log_clock, scan_text_log
 from ..records import Reject, TextOom
 from .alloc_conf import insert_stated
@@ -72,15 +73,22 @@ def ingest_text_log(
     startup = startup_scanner(options, year)
     summaries = SummaryScanner(startup.clock)
     settings = SettingsScanner(startup.clock)
-    served = RequestScanner(startup.clock)
+    served = RequestScanner(startup.clock, (TS_EARLIEST, TS_LATEST))
+    # request lines are stored window by window (a log of them holds millions): how many, and those dated where no
+    # GPU log can be
+    lines, lines_wrong = 0, []
     blocks = BlockScanner(formats.BLOCKS, clock.zone, options.at)
 
     def on_window(window: Window) -> None:
+        nonlocal lines
         startup.clock.learn_from(clock)  # what the OOM scan's clock learned of the year from this window's head
         startup.window(window)
         summaries.window(window)
         settings.window(window)
         served.window(window)
+        stored, wrong = insert_text_requests(con, served.take(), source_id, instance, options.model_version)
+        lines += stored
+        lines_wrong.extend(wrong)
         blocks.window(window)
         if position is not None:
             position.fraction = window.progress
@@ -91,13 +99,12 @@ def ingest_text_log(
     reports, reports_wrong = split_plausible(startup.reports(), lambda r: r.ts, lambda r: r.line, str)
     moments, moments_wrong = split_plausible(summaries.moments(), lambda m: m.ts, lambda m: m.line, lambda m: "")
     stated, stated_wrong = split_plausible(settings.found, lambda s: s.ts, lambda s: s.line, lambda s: s.variable)
-    lines, lines_wrong = split_plausible(served.found, lambda r: r.ts, lambda r: r.line, lambda r: "request line")
     events = _event_columns(found, source_id, instance, options.model_version)
     rows = load.insert_oom_events(con, events, len(found))
     rows += insert_engine_memory(con, reports, source_id, instance)
     rows += insert_moments(con, moments, source_id, instance, options.at)
     rows += insert_stated(con, stated, source_id, instance)
-    rows += insert_text_requests(con, lines, source_id, instance, options.model_version)
+    rows += lines
     guesser = clock if clock.guessed is not None else startup.clock
     if guesser.guessed is not None and notes is not None:
         notes.append(

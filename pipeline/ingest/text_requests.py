@@ -3,48 +3,54 @@ large, where no request log says it."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import duckdb
 
 from ..load.sql import sql_text
-from ..parse.text.request_line import LoggedRequest, succeeded
+from ..parse.text.request_line import SIZES
+from ..records import Reject
+from .plausible import RAW_LIMIT, implausible_time
 
-_SIZES = ("batch_size", "input_sequence_length", "output_sequence_length")
+if TYPE_CHECKING:
+    import polars as pl
 
 
 def insert_text_requests(
     con: duckdb.DuckDBPyConnection,
-    found: list[LoggedRequest],
+    found: pl.DataFrame | None,
     source_id: int,
     instance: str,
     model_version: str | None = None,
-) -> int:
-    """Append the request lines found in one text log (`model_version`: --model-version, before the line's own);
-    returns the rows added."""
-    if not found:
-        return 0
-    import pyarrow as pa  # here, not at the top: only logs that hold request lines pay for importing it
+) -> tuple[int, list[Reject]]:
+    """Append the request lines found in one text log (`RequestScanner.frame()`; `model_version`: --model-version,
+    before the line's own); returns the rows added, and a reject for each line dated where no GPU log can be
+    (ingest/plausible.py)."""
+    if found is None or found.is_empty():
+        return 0, []
+    import polars as pl
 
-    fields = [r.fields for r in found]
-    columns = {
-        "source_id": pa.array([source_id] * len(found), pa.int32()),
-        "line": pa.array([r.line for r in found], pa.int64()),
-        "ts": pa.array([r.ts for r in found], pa.timestamp("us")),
-        "instance": pa.array([instance] * len(found), pa.string()),
-        "model_version": pa.array([model_version or f.get("model_version") for f in fields], pa.string()),
-        "request_id": pa.array([f.get("request_id") for f in fields], pa.string()),
-        "status": pa.array([f.get("status") for f in fields], pa.string()),
-        "succeeded": pa.array([succeeded(f.get("status")) for f in fields], pa.bool_()),
-        "latency_ms": pa.array([_number(f.get("latency_ms"), float) for f in fields], pa.float64()),
-        **{name: pa.array([_number(f.get(name), int) for f in fields], pa.int64()) for name in _SIZES},
-    }
-    con.register("new_text_requests", pa.table(columns))
+    dated = pl.col("text").is_null()  # RequestScanner keeps the text of the lines dated where no log can be
+    wrong = found.filter(~dated)
+    rejects = [
+        Reject(line, str(implausible_time(ts)), text[:RAW_LIMIT])
+        for line, ts, text in wrong.select("line", "ts", "text").iter_rows()
+    ]
+    rows = found.filter(dated).select(
+        pl.lit(source_id, pl.Int32).alias("source_id"),
+        pl.col("line").cast(pl.Int64),
+        pl.col("ts").cast(pl.Datetime("us")),
+        pl.lit(instance, pl.Utf8).alias("instance"),
+        (pl.lit(model_version, pl.Utf8) if model_version else pl.col("model_version")).alias("model_version"),
+        "request_id",
+        "status",
+        "succeeded",
+        pl.col("latency_ms").cast(pl.Float64),
+        *(pl.col(name).cast(pl.Int64) for name in sorted(SIZES)),
+    )
+    con.register("new_text_requests", rows.to_arrow())
     try:
         con.execute(sql_text("insert_text_requests"))
     finally:
         con.unregister("new_text_requests")
-    return len(found)
-
-
-def _number(value: str | None, kind: type[int] | type[float]) -> int | float | None:
-    """A size (int) or latency (float) as written: request_line keeps only plain decimals, whole ones for sizes."""
-    return None if value is None else kind(value)
+    return rows.height, rejects

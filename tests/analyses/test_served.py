@@ -87,3 +87,20 @@ def test_a_text_logs_request_lines_are_rows_beside_its_ooms(run_cli, db, tmp_pat
         ("500", 82.7, 16, 6714),
         ("500", 158.0, 16, 4623),
     ]
+
+
+def test_a_request_line_dated_where_no_gpu_log_can_be_is_a_reject(run_cli, tmp_path):
+    """serve_mixed as a text log with its first request line dated 1999: that line is a reject naming its line
+    and the reason, the other 100 are rows."""
+    log = _text_log("serve_mixed", tmp_path)
+    lines = log.read_text().splitlines()
+    log.write_text("\n".join([lines[0].replace("2026-", "1999-", 1), *lines[1:]]) + "\n")
+    db = tmp_path / "dated.duckdb"
+    assert run_cli("ingest", log, "--db", db, "--quiet").exit_code == 0
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM text_requests").fetchall() == [(100,)]
+        ((line, reason),) = con.execute("SELECT line, reason FROM rejects").fetchall()
+    finally:
+        con.close()
+    assert line == 1 and reason.startswith("ts: 1999-11-30 01:49:") and "before 2007" in reason

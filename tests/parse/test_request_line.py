@@ -6,10 +6,15 @@ them, with the request's fields taken from the capture's request log (requests.j
 from __future__ import annotations
 
 import gzip
+from datetime import datetime
 
+import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from oomlab.parse.text.request_line import RequestScanner, logged_request, request_fields, succeeded
+from oomlab.parse.text.request_line import logged_request, request_fields, succeeded
+from oomlab.parse.text.request_lines import READ_FIELDS, RequestScanner, read_request_lines
 from oomlab.parse.text.textlog import REQUEST_REACH, scan_text_log
 from oomlab.records import TextOom
 
@@ -106,13 +111,95 @@ def test_the_scan_keeps_request_lines_that_state_how_the_request_ended(tmp_path)
         "2026-11-30T01:49:38 INFO GET /health status=200 latency_ms=1\n"
         "2026-11-30T01:49:39 ERROR r-3 failed status=500 model=m batch=8 prompt_tokens=4096\n"
     )
-    scanner = RequestScanner(lambda text: None)
+    scanner = RequestScanner(lambda text: None, (datetime(2007, 1, 1), datetime(2100, 1, 1)))
     for _ in scan_text_log(log, on_window=scanner.window):
         pass
-    assert [(r.line, r.fields["status"], r.fields["batch_size"]) for r in scanner.found] == [
-        (1, "200", "4"),
-        (4, "500", "8"),
+    read = scanner.take()
+    assert read is not None
+    assert read.select("line", "status", "batch_size", "succeeded").rows() == [
+        (1, "200", "4", True),
+        (4, "500", "8", False),
     ]
+
+
+# Lines the bulk reader must read as logged_request does: the generator's, JSON, logfmt with quotes, a key right
+# after a closing quote, a quoted key inside a value, keys that only end in a field's name, invalid sizes first.
+_LINES = [
+    "2026-11-30T01:49:36.1 INFO gpu-a-0-00046 done status=200 model=llama-mini-v2 batch=4 prompt_tokens=1024 "
+    "max_new_tokens=16 latency_ms=1480.1",
+    '{"req_id": "r-9", "state": "ok", "bs": 2, "input_len": 64, "duration_ms": 12}',
+    'msg="generate" model="llama mini" bs=4 status="  done "',
+    'a="x"status=500 batch=8',
+    'note="batch=4 status=200" batch=8 status=failed',
+    "prefix_batch=8 my_status=200 batch=2 status=ok",
+    "batch=eight batch=3 latency_ms=-3 latency_ms=7 status=200",
+    "x.batch=4 status=200 input_len=5",
+    '"status": "500", "batch_size": "12", "model": "m"',
+    "status=200",
+    "batch=1",
+    "",
+]
+
+
+def _bulk(lines: list[str]) -> list[dict[str, str] | None]:
+    """`read_request_lines` per line: its fields as logged_request gives them, None for a line it skips."""
+    read = read_request_lines(pl.Series(lines, dtype=pl.Utf8))
+    by_offset = {
+        row["offset"]: {k: row[k] for k in READ_FIELDS if row[k] is not None} for row in read.iter_rows(named=True)
+    }
+    return [by_offset.get(i) for i in range(len(lines))]
+
+
+def _one_by_one(lines: list[str]) -> list[dict[str, str] | None]:
+    out = []
+    for line in lines:
+        fields = logged_request(line)
+        out.append(fields if fields is not None and "status" in fields else None)
+    return out
+
+
+def test_the_bulk_reading_is_logged_requests_on_these_lines():
+    assert _bulk(_LINES) == _one_by_one(_LINES)
+    assert _bulk(_LINES)[3] == {"status": "500", "batch_size": "8"}  # the key after a closing quote
+
+
+_KEYS = st.sampled_from(
+    [
+        "status",
+        "state",
+        "batch",
+        "bs",
+        "prompt_tokens",
+        "input_len",
+        "model",
+        "req_id",
+        "latency_ms",
+        "max_new_tokens",
+        "x",
+        "my_batch",
+        "Status",
+        "BATCH",
+    ]
+)
+_VALUES = st.one_of(
+    st.integers(0, 10**10).map(str),
+    st.sampled_from(["ok", "200", "500", "done", " ok ", "-3", "1.5", "eight", "", "a b", 'x"y']),
+)
+_PAIRS = st.one_of(
+    st.tuples(_KEYS, _VALUES).map(lambda kv: f"{kv[0]}={kv[1]}"),
+    st.tuples(_KEYS, _VALUES).map(lambda kv: f'{kv[0]}="{kv[1]}"'),
+    st.tuples(_KEYS, _VALUES).map(lambda kv: f'"{kv[0]}": "{kv[1]}"'),
+    st.tuples(_KEYS, st.integers(-5, 10**10)).map(lambda kv: f'"{kv[0]}": {kv[1]}'),
+    st.text(alphabet=st.characters(blacklist_characters="\n\r\x01"), max_size=6),
+)
+_SEPARATORS = st.sampled_from([" ", ", ", ",", "", "; ", "\t", "."])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_PAIRS, _SEPARATORS), max_size=8))
+def test_the_bulk_reading_is_logged_requests_on_lines_built_from_their_syntax(parts):
+    line = "".join(p + sep for p, sep in parts)
+    assert _bulk([line]) == _one_by_one([line])
 
 
 def _message() -> str:

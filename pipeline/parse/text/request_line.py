@@ -12,16 +12,8 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TYPE_CHECKING
 
 from ...fields import FIELDS, normalise_name
-from .textscan import LINE_TEXT_BYTES
-
-if TYPE_CHECKING:
-    from .textscan import Window
 
 # What a request line may say of the request; sizes and names only (its time is the message's own).
 CONTEXT_FIELDS: tuple[str, ...] = (
@@ -31,27 +23,28 @@ CONTEXT_FIELDS: tuple[str, ...] = (
     "input_sequence_length",
     "output_sequence_length",
 )
-_SIZES = frozenset({"batch_size", "input_sequence_length", "output_sequence_length"})
+SIZES = frozenset({"batch_size", "input_sequence_length", "output_sequence_length"})
 _NAMES: dict[str, str] = {
     normalise_name(alias): f.name for f in FIELDS if f.name in CONTEXT_FIELDS for alias in (f.name, *f.aliases)
 }
 _STATUS_NAMES = frozenset(normalise_name(a) for f in FIELDS if f.name == "status" for a in (f.name, *f.aliases))
 _LATENCY_NAMES = frozenset(normalise_name(a) for f in FIELDS if f.name == "latency_ms" for a in (f.name, *f.aliases))
 # every key a request line is read by (normalised) -> its field
-_FIELD_OF = {**_NAMES, **dict.fromkeys(_LATENCY_NAMES, "latency_ms"), **dict.fromkeys(_STATUS_NAMES, "status")}
+FIELD_OF = {**_NAMES, **dict.fromkeys(_LATENCY_NAMES, "latency_ms"), **dict.fromkeys(_STATUS_NAMES, "status")}
 # `key=value` (logfmt, quoted or bare) and `"key": value` (JSON): a key starts a word, so `x_batch=` is not `batch=`
 _PAIR = re.compile(
     r"""(?<![\w.])(?P<key>[A-Za-z_][\w.]*)=(?:"(?P<quoted>[^"]*)"|(?P<bare>[^\s,;"]+))"""
-    r"""|"(?P<jkey>[A-Za-z_][\w.]*)"\s*:\s*(?:"(?P<jstring>[^"\\]*)"|(?P<jnumber>-?\d+))"""
+    r"""|"(?P<jkey>[A-Za-z_][\w.]*)"\s*:\s*(?:"(?P<jstring>[^"\\]*)"|(?P<jnumber>-?[0-9]+))"""
 )
 # A status that says the request succeeded: that line is about another request, not the one that failed.
-_SUCCESS = re.compile(r"^(?:2\d\d|ok|success|succeeded|done|completed?|finished)$", re.IGNORECASE)
-_INT = re.compile(r"^\d{1,9}$")  # a size a request can have: 9 digits are a billion tokens
-_LATENCY = re.compile(r"^\d{1,12}(?:\.\d{1,9})?$")  # milliseconds as a log writes them: no sign, no exponent
+SUCCESS_PATTERN = r"(?i)^(?:2[0-9][0-9]|ok|success|succeeded|done|completed?|finished)$"  # Python's and Rust's
+_SUCCESS = re.compile(SUCCESS_PATTERN)
+_INT = re.compile(r"^[0-9]{1,9}$")  # a size a request can have: 9 digits are a billion tokens
+_LATENCY = re.compile(r"^[0-9]{1,12}(?:\.[0-9]{1,9})?$")  # milliseconds as a log writes them: no sign, no exponent
 # The lines that may say how a request ended: they name a status as a key (`status=`, `"status":`, or an alias);
 # `RequestScanner` keeps those that state a size too. A status, not a size, marks them: a log's lines that only
 # mention tokens (throughput reports, a request "finished" with no outcome) are many and say nothing of success.
-_STATUS_KEYS = tuple(
+STATUS_KEYS = tuple(
     dict.fromkeys(
         spelling
         for f in FIELDS
@@ -59,12 +52,6 @@ _STATUS_KEYS = tuple(
         for alias in (f.name, *f.aliases)
         for spelling in (alias, normalise_name(alias))
     )
-)
-# One C-speed search of a window's bytes for those keys: in a log that writes a line per request every line holds
-# one, so the marker search's per-line bookkeeping (textscan), made for a few OOM messages, would cost more than
-# reading the lines.
-_STATUS_KEY = re.compile(
-    b"|".join(re.escape(m) for key in _STATUS_KEYS for m in (f"{key}=".encode(), f'"{key}"'.encode()))
 )
 
 
@@ -75,7 +62,7 @@ def request_fields(line: str) -> dict[str, str] | None:
     found = _stated(line)
     if succeeded(found.get("status")):
         return {}  # a line that says a request succeeded, with or without its size
-    if not _SIZES & found.keys():
+    if not SIZES & found.keys():
         return None
     return {name: value for name, value in found.items() if name in CONTEXT_FIELDS}
 
@@ -84,7 +71,7 @@ def logged_request(line: str) -> dict[str, str] | None:
     """Everything a request line states (canonical field -> value as written): CONTEXT_FIELDS, `status` and
     `latency_ms`, the first of each; None when the line states none of a request's sizes."""
     found = _stated(line)
-    return found if _SIZES & found.keys() else None
+    return found if SIZES & found.keys() else None
 
 
 def _stated(line: str) -> dict[str, str]:
@@ -96,7 +83,7 @@ def _stated(line: str) -> dict[str, str]:
         if name is None or name in found:
             continue
         value = quoted or bare or jstring or jnumber  # one alternative matched: the others are ""
-        if (name in _SIZES and not _INT.match(value)) or (name == "latency_ms" and not _LATENCY.match(value)):
+        if (name in SIZES and not _INT.match(value)) or (name == "latency_ms" and not _LATENCY.match(value)):
             continue
         found[name] = value.strip() if name == "status" else value
     return found
@@ -104,45 +91,10 @@ def _stated(line: str) -> dict[str, str]:
 
 @functools.lru_cache(maxsize=1 << 12)
 def _field_of(key: str) -> str | None:
-    """The field a key names (its normalised spelling, `_FIELD_OF`), None for none."""
-    return _FIELD_OF.get(normalise_name(key))
+    """The field a key names (its normalised spelling, `FIELD_OF`), None for none."""
+    return FIELD_OF.get(normalise_name(key))
 
 
 def succeeded(status: str | None) -> bool:
     """Does a request line's status say the request succeeded? (No status says nothing: False.)"""
     return status is not None and _SUCCESS.match(status) is not None
-
-
-@dataclass(frozen=True)
-class LoggedRequest:
-    """One request line of a text log: its number, its time (None where the line states none) and its fields."""
-
-    line: int
-    ts: datetime | None
-    fields: dict[str, str]
-
-
-@dataclass
-class RequestScanner:
-    """Reads the request lines that state how the request ended from the windows of a text log's OOM scan
-    (`scan_text_log(on_window=...)`); `clock` gives a line its time."""
-
-    clock: Callable[[str], datetime | None]
-    found: list[LoggedRequest] = field(default_factory=list)
-
-    def window(self, window: Window) -> None:
-        region = bytes(window.buf[window.lo : window.hi])  # whole lines
-        line, counted, after = window.line, 0, 0
-        for match in _STATUS_KEY.finditer(region):
-            if match.start() < after:
-                continue  # another key on the line just read
-            start = region.rfind(b"\n", 0, match.start()) + 1
-            end = region.find(b"\n", match.start())
-            after = len(region) if end < 0 else end
-            line += region.count(b"\n", counted, start)
-            counted = start
-            # a request line is short: a longer one is read by its head, so no line costs more than that
-            text = region[start : min(after, start + LINE_TEXT_BYTES)].decode("utf-8", errors="replace")
-            fields = logged_request(text)
-            if fields is not None and "status" in fields:
-                self.found.append(LoggedRequest(line, self.clock(text), fields))
