@@ -23,7 +23,7 @@ def insert_text_requests(
     instance: str,
     model_version: str | None = None,
 ) -> tuple[int, list[Reject]]:
-    """Append the request lines found in one text log (`RequestScanner.frame()`; `model_version`: --model-version,
+    """Append the request lines found in one text log (`RequestScanner.take()`; `model_version`: --model-version,
     before the line's own); returns the rows added, and a reject for each line dated where no GPU log can be
     (ingest/plausible.py)."""
     if found is None or found.is_empty():

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oomlab.parse.text.request_line import logged_request, request_fields, succeeded
-from oomlab.parse.text.request_lines import READ_FIELDS, RequestScanner, read_request_lines
+from oomlab.parse.text.request_line import READ_FIELDS, logged_request, request_fields, succeeded
+from oomlab.parse.text.request_lines import RequestScanner, read_request_lines
 from oomlab.parse.text.textlog import REQUEST_REACH, scan_text_log
 from oomlab.records import TextOom
 

@@ -10,7 +10,6 @@ log's field names and their aliases (`fields.FIELDS`), so a name that works in a
 
 from __future__ import annotations
 
-import functools
 import re
 
 from ...fields import FIELDS, normalise_name
@@ -24,13 +23,10 @@ CONTEXT_FIELDS: tuple[str, ...] = (
     "output_sequence_length",
 )
 SIZES = frozenset({"batch_size", "input_sequence_length", "output_sequence_length"})
-_NAMES: dict[str, str] = {
-    normalise_name(alias): f.name for f in FIELDS if f.name in CONTEXT_FIELDS for alias in (f.name, *f.aliases)
-}
-_STATUS_NAMES = frozenset(normalise_name(a) for f in FIELDS if f.name == "status" for a in (f.name, *f.aliases))
-_LATENCY_NAMES = frozenset(normalise_name(a) for f in FIELDS if f.name == "latency_ms" for a in (f.name, *f.aliases))
+# Everything a request line is read for: the request, how it ended, how long it took.
+READ_FIELDS: tuple[str, ...] = (*CONTEXT_FIELDS, "status", "latency_ms")
 # every key a request line is read by (normalised) -> its field
-FIELD_OF = {**_NAMES, **dict.fromkeys(_LATENCY_NAMES, "latency_ms"), **dict.fromkeys(_STATUS_NAMES, "status")}
+FIELD_OF = {normalise_name(a): f.name for f in FIELDS if f.name in READ_FIELDS for a in (f.name, *f.aliases)}
 # `key=value` (logfmt, quoted or bare) and `"key": value` (JSON): a key starts a word, so `x_batch=` is not `batch=`
 _PAIR = re.compile(
     r"""(?<![\w.])(?P<key>[A-Za-z_][\w.]*)=(?:"(?P<quoted>[^"]*)"|(?P<bare>[^\s,;"]+))"""
@@ -39,8 +35,10 @@ _PAIR = re.compile(
 # A status that says the request succeeded: that line is about another request, not the one that failed.
 SUCCESS_PATTERN = r"(?i)^(?:2[0-9][0-9]|ok|success|succeeded|done|completed?|finished)$"  # Python's and Rust's
 _SUCCESS = re.compile(SUCCESS_PATTERN)
-_INT = re.compile(r"^[0-9]{1,9}$")  # a size a request can have: 9 digits are a billion tokens
-_LATENCY = re.compile(r"^[0-9]{1,12}(?:\.[0-9]{1,9})?$")  # milliseconds as a log writes them: no sign, no exponent
+# The values a field must have to be read (Python's and Rust's patterns): a size a request can have, 9 digits being
+# a billion tokens; milliseconds as a log writes them, no sign, no exponent.
+VALUE_PATTERNS = {**dict.fromkeys(SIZES, r"^[0-9]{1,9}$"), "latency_ms": r"^[0-9]{1,12}(?:\.[0-9]{1,9})?$"}
+_VALUES = {name: re.compile(pattern) for name, pattern in VALUE_PATTERNS.items()}
 # The lines that may say how a request ended: they name a status as a key (`status=`, `"status":`, or an alias);
 # `RequestScanner` keeps those that state a size too. A status, not a size, marks them: a log's lines that only
 # mention tokens (throughput reports, a request "finished" with no outcome) are many and say nothing of success.
@@ -79,20 +77,15 @@ def _stated(line: str) -> dict[str, str]:
     found: dict[str, str] = {}
     # findall's tuples, not match objects: a log that writes a line per request has millions of them
     for key, quoted, bare, jkey, jstring, jnumber in _PAIR.findall(line):
-        name = _field_of(key or jkey)
+        name = FIELD_OF.get(normalise_name(key or jkey))
         if name is None or name in found:
             continue
         value = quoted or bare or jstring or jnumber  # one alternative matched: the others are ""
-        if (name in SIZES and not _INT.match(value)) or (name == "latency_ms" and not _LATENCY.match(value)):
+        pattern = _VALUES.get(name)
+        if pattern is not None and not pattern.match(value):
             continue
         found[name] = value.strip() if name == "status" else value
     return found
-
-
-@functools.lru_cache(maxsize=1 << 12)
-def _field_of(key: str) -> str | None:
-    """The field a key names (its normalised spelling, `FIELD_OF`), None for none."""
-    return FIELD_OF.get(normalise_name(key))
 
 
 def succeeded(status: str | None) -> bool:

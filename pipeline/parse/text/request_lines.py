@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from .request_line import FIELD_OF, SIZES, STATUS_KEYS, SUCCESS_PATTERN
+from .request_line import FIELD_OF, READ_FIELDS, SIZES, STATUS_KEYS, SUCCESS_PATTERN, VALUE_PATTERNS
 from .textscan import LINE_TEXT_BYTES
 
 if TYPE_CHECKING:
@@ -37,19 +37,6 @@ SEP = "\x01"
 _PAIR = (
     r'(?:^|[^\w.])(?P<key>[A-Za-z_][\w.]*)=(?:"\x01(?P<quoted>[^"]*)"|(?P<bare>[^\s,;"]+))'
     r'|"\x01(?P<jkey>[A-Za-z_][\w.]*)"\x01\s*:\s*(?:"\x01(?P<jstring>[^"\\]*)"|(?P<jnumber>-?[0-9]+))'
-)
-_VALID = {
-    **dict.fromkeys(SIZES, r"^[0-9]{1,9}$"),
-    "latency_ms": r"^[0-9]{1,12}(?:\.[0-9]{1,9})?$",
-}
-READ_FIELDS = (
-    "request_id",
-    "model_version",
-    "status",
-    "latency_ms",
-    "batch_size",
-    "input_sequence_length",
-    "output_sequence_length",
 )
 
 
@@ -75,20 +62,17 @@ def read_request_lines(lines: pl.Series) -> pl.DataFrame:
         value.alias("value"),
     ).filter(pl.col("field").is_not_null())
     valid = pl.lit(True)
-    for name, pattern in _VALID.items():
+    for name, pattern in VALUE_PATTERNS.items():
         valid = valid & ((pl.col("field") != name) | pl.col("value").str.contains(pattern))
     firsts = fields.filter(valid).unique(["offset", "field"], keep="first", maintain_order=True)
     wide = firsts.group_by("offset", maintain_order=True).agg(
         pl.col("value").filter(pl.col("field") == name).first().alias(name) for name in READ_FIELDS
     )
     stated = wide.filter(pl.col("status").is_not_null() & pl.any_horizontal(pl.col(s).is_not_null() for s in SIZES))
-    texts = pl.DataFrame({"text": lines}).with_row_index("offset")
-    return (
-        stated.with_columns(pl.col("status").str.strip_chars())
-        .with_columns(pl.col("status").str.contains(SUCCESS_PATTERN).alias("succeeded"))
-        .join(texts, on="offset", how="left")
-        .sort("offset")
-    )
+    return stated.with_columns(
+        pl.col("status").str.strip_chars(),
+        lines.gather(stated["offset"]).alias("text"),
+    ).with_columns(pl.col("status").str.contains(SUCCESS_PATTERN).alias("succeeded"))
 
 
 @dataclass
